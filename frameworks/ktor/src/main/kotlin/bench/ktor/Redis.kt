@@ -1,0 +1,35 @@
+package bench.ktor
+
+import io.lettuce.core.ExperimentalLettuceCoroutinesApi
+import io.lettuce.core.RedisClient
+import io.lettuce.core.RedisURI
+import io.lettuce.core.api.coroutines
+import kotlinx.coroutines.flow.map
+import kotlinx.coroutines.flow.toList
+
+private val KEYS = arrayOf("bench:1", "bench:2", "bench:3")
+
+/**
+ * One shared Lettuce connection, as Lettuce recommends: it is thread-safe and pipelines the
+ * commands of concurrent callers. Its coroutine API suspends instead of blocking.
+ */
+@OptIn(ExperimentalLettuceCoroutinesApi::class)
+class RedisValues(settings: Settings) : AutoCloseable {
+    private val client = RedisClient.create(
+        RedisURI.builder()
+            .withHost(settings.redisHost)
+            .withPort(settings.redisPort)
+            .withPassword(settings.redisPassword.toCharArray())
+            .build()
+    )
+    private val connection = client.connect()
+    private val commands = connection.coroutines()
+
+    suspend fun mget(): List<String?> =
+        commands.mget(*KEYS).map { it.getValueOrElse(null) }.toList()
+
+    override fun close() {
+        connection.close()
+        client.shutdown()
+    }
+}

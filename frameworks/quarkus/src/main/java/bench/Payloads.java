@@ -1,0 +1,31 @@
+package bench;
+
+import java.math.BigDecimal;
+
+/** Request and response bodies, serialised by Jackson; record component order is the JSON field order. */
+public final class Payloads {
+    public static final String HELLO = "Hello, World!";
+
+    private Payloads() {
+    }
+
+    public record Message(String message) {
+    }
+
+    public record Slept(long sleptMs) {
+    }
+
+    public record PrimeCount(int n, int primes) {
+    }
+
+    /** A row of the {@code item} table. */
+    public record Item(int id, String name, BigDecimal price) {
+    }
+
+    /** The body of {@code POST /db}. */
+    public record NewItem(String name, BigDecimal price) {
+    }
+
+    public record Created(long id) {
+    }
+}

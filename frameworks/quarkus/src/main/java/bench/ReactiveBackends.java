@@ -1,0 +1,55 @@
+package bench;
+
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+
+import bench.Payloads.Item;
+import bench.Payloads.NewItem;
+import io.quarkus.redis.datasource.ReactiveRedisDataSource;
+import io.quarkus.redis.datasource.value.ReactiveValueCommands;
+import io.smallrye.mutiny.Uni;
+import io.vertx.mutiny.sqlclient.Pool;
+import io.vertx.mutiny.sqlclient.Row;
+import io.vertx.mutiny.sqlclient.RowIterator;
+import io.vertx.mutiny.sqlclient.Tuple;
+import io.vertx.mysqlclient.MySQLClient;
+import jakarta.inject.Singleton;
+
+/** Redis and MariaDB for the reactive endpoints: each Uni completes on the event loop of the request. */
+@Singleton
+public class ReactiveBackends {
+    private final Pool pool;
+    private final ReactiveValueCommands<String, String> redis;
+
+    ReactiveBackends(Pool pool, ReactiveRedisDataSource redis) {
+        this.pool = pool; // the Vert.x MySQL client pool of the default datasource
+        this.redis = redis.value(String.class);
+    }
+
+    Uni<List<String>> redisValues() {
+        return redis.mget(Queries.REDIS_KEYS).map(ReactiveBackends::inKeyOrder);
+    }
+
+    /** The row, or a null item when there is none. */
+    Uni<Item> item(int id) {
+        return pool.preparedQuery(Queries.SELECT_ITEM).execute(Tuple.of(id)).map(rows -> {
+            RowIterator<Row> it = rows.iterator();
+            if (!it.hasNext()) {
+                return null;
+            }
+            Row row = it.next();
+            return new Item(row.getInteger(0), row.getString(1), row.getBigDecimal(2));
+        });
+    }
+
+    Uni<Long> insert(NewItem item) {
+        return pool.preparedQuery(Queries.INSERT_ITEM)
+                .execute(Tuple.of(item.name(), item.price()))
+                .map(rows -> rows.property(MySQLClient.LAST_INSERTED_ID));
+    }
+
+    private static List<String> inKeyOrder(Map<String, String> values) {
+        return Arrays.stream(Queries.REDIS_KEYS).map(values::get).toList();
+    }
+}

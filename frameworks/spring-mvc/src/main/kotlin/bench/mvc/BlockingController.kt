@@ -1,0 +1,71 @@
+package bench.mvc
+
+import bench.shared.Created
+import bench.shared.Item
+import bench.shared.Message
+import bench.shared.NewItem
+import bench.shared.Primes
+import bench.shared.Slept
+import bench.shared.countPrimes
+import org.springframework.context.annotation.Profile
+import org.springframework.data.redis.core.StringRedisTemplate
+import org.springframework.http.HttpStatus
+import org.springframework.http.MediaType
+import org.springframework.http.ResponseEntity
+import org.springframework.web.bind.annotation.GetMapping
+import org.springframework.web.bind.annotation.PostMapping
+import org.springframework.web.bind.annotation.RequestBody
+import org.springframework.web.bind.annotation.RequestHeader
+import org.springframework.web.bind.annotation.RequestParam
+import org.springframework.web.bind.annotation.RestController
+
+/**
+ * Plain blocking handlers, run on the thread Tomcat gives the request: a pooled platform
+ * thread, or a virtual thread with `spring.threads.virtual.enabled=true`.
+ */
+@RestController
+@Profile("!coroutines")
+class BlockingController(private val items: Items, private val redis: StringRedisTemplate) {
+
+    @GetMapping("/plaintext", produces = [MediaType.TEXT_PLAIN_VALUE])
+    fun plaintext(@RequestHeader(REPORT_THREAD, required = false) report: String?): ResponseEntity<String> =
+        reply(work(report) { "Hello, World!" })
+
+    @GetMapping("/json")
+    fun json(@RequestHeader(REPORT_THREAD, required = false) report: String?): ResponseEntity<Message> =
+        reply(work(report) { Message("Hello, World!") })
+
+    @GetMapping("/sleep")
+    fun sleep(
+        @RequestParam(required = false) ms: String?,
+        @RequestHeader(REPORT_THREAD, required = false) report: String?,
+    ): ResponseEntity<Slept> {
+        val millis = sleepMs(ms)
+        return reply(work(report) { Thread.sleep(millis.toLong()); Slept(millis.toLong()) })
+    }
+
+    @GetMapping("/cpu")
+    fun cpu(
+        @RequestParam(required = false) n: String?,
+        @RequestHeader(REPORT_THREAD, required = false) report: String?,
+    ): ResponseEntity<Primes> {
+        val limit = primesN(n)
+        return reply(work(report) { Primes(limit, countPrimes(limit)) })
+    }
+
+    @GetMapping("/redis")
+    fun redis(@RequestHeader(REPORT_THREAD, required = false) report: String?): ResponseEntity<List<String?>> =
+        reply(work(report) { redis.opsForValue().multiGet(BENCH_KEYS).orEmpty() })
+
+    @GetMapping("/db")
+    fun read(
+        @RequestParam id: Int,
+        @RequestHeader(REPORT_THREAD, required = false) report: String?,
+    ): ResponseEntity<Item> = replyOrNotFound(work(report) { items.find(id) })
+
+    @PostMapping("/db")
+    fun write(
+        @RequestBody item: NewItem,
+        @RequestHeader(REPORT_THREAD, required = false) report: String?,
+    ): ResponseEntity<Created> = reply(work(report) { Created(items.insert(item)) }, HttpStatus.CREATED)
+}

@@ -1,0 +1,45 @@
+package bench.mvc
+
+import bench.shared.MAX_PRIMES_N
+import bench.shared.MAX_SLEEP_MS
+import bench.shared.boundedParam
+import org.springframework.http.HttpStatus
+import org.springframework.http.ResponseEntity
+import org.springframework.web.server.ResponseStatusException
+
+const val REPORT_THREAD = "X-Report-Thread"
+const val THREAD = "X-Thread"
+
+val BENCH_KEYS = listOf("bench:1", "bench:2", "bench:3")
+
+/** A scenario's result and, when the request asked for it, the thread that did its work. */
+class Done<T>(val value: T, val thread: String?)
+
+/**
+ * Runs [block], naming the thread it starts on when [report] is set: the one that sleeps, counts, or
+ * issues the database or Redis call. The name is taken before [block] runs, because a suspending
+ * [block] resumes on another thread, and by then a virtual thread that started it may have ended.
+ */
+inline fun <T> work(report: String?, block: () -> T): Done<T> {
+    val thread = if (report != null) Thread.currentThread().toString() else null
+    return Done(block(), thread)
+}
+
+fun <T : Any> reply(done: Done<T>, status: HttpStatus = HttpStatus.OK): ResponseEntity<T> {
+    val response = ResponseEntity.status(status)
+    if (done.thread != null) response.header(THREAD, done.thread)
+    response.header("X-Reply-Thread", Thread.currentThread().toString()) // TEMP
+    return response.body(done.value)
+}
+
+fun <T : Any> replyOrNotFound(done: Done<T?>): ResponseEntity<T> {
+    val value = done.value ?: return ResponseEntity.notFound().build()
+    return reply(Done(value, done.thread))
+}
+
+fun sleepMs(raw: String?): Int = boundedParam(raw, 100, MAX_SLEEP_MS) ?: badRequest("ms")
+
+fun primesN(raw: String?): Int = boundedParam(raw, 20_000, MAX_PRIMES_N) ?: badRequest("n")
+
+private fun badRequest(name: String): Nothing =
+    throw ResponseStatusException(HttpStatus.BAD_REQUEST, "$name must be an integer in the allowed range")

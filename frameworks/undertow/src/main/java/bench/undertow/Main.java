@@ -1,0 +1,62 @@
+package bench.undertow;
+
+import io.undertow.Handlers;
+import io.undertow.Undertow;
+import io.undertow.server.HttpHandler;
+
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+
+/** Starts plain Undertow (no servlet layer) with the variant named by {@code -Dbench.variant}. */
+public final class Main {
+    private Main() {
+    }
+
+    public static void main(String[] args) {
+        Variant variant = Variant.fromSystemProperty();
+        int port = Integer.parseInt(env("PORT", "8080"));
+        String bindAddress = env("BIND_ADDRESS", "127.0.0.1");
+
+        ItemStore items = new ItemStore(env("DB_HOST", "127.0.0.1"), env("DB_PORT", "3306"), env("DB_NAME", "bench"),
+                env("DB_USER", "bench"), env("DB_PASSWORD", ""), Integer.parseInt(env("DB_POOL_SIZE", "16")));
+        RedisValues redis = new RedisValues(env("REDIS_HOST", "127.0.0.1"),
+                Integer.parseInt(env("REDIS_PORT", "6379")), env("REDIS_PASSWORD", ""));
+
+        // The virtual variant hands blocking work to a virtual thread per request; the others
+        // keep Undertow's default, the XNIO worker pool (null tells dispatch() to use it).
+        ExecutorService virtualThreads = variant == Variant.VIRTUAL ? Executors.newVirtualThreadPerTaskExecutor() : null;
+        Endpoints endpoints = new Endpoints(items, redis, virtualThreads);
+
+        boolean nonBlocking = variant == Variant.NONBLOCKING;
+        HttpHandler routes = Handlers.routing()
+                .get("/plaintext", endpoints::plaintext)
+                .get("/json", endpoints::json)
+                .get("/sleep", nonBlocking ? endpoints::sleepOnTimer : endpoints::sleep)
+                .get("/cpu", endpoints::cpu)
+                .get("/redis", nonBlocking ? endpoints::redisAsync : endpoints::redis)
+                .get("/db", endpoints::dbRead)
+                .post("/db", endpoints::dbWrite);
+
+        // I/O and worker thread counts stay at Undertow's defaults, derived from the CPU count.
+        Undertow server = Undertow.builder()
+                .addHttpListener(port, bindAddress)
+                .setHandler(routes)
+                .build();
+        server.start();
+
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            server.stop();
+            if (virtualThreads != null) {
+                virtualThreads.close();
+            }
+            redis.close();
+            items.close();
+        }, "shutdown"));
+        System.out.printf("undertow variant=%s listening on %s:%d%n", variant.label(), bindAddress, port);
+    }
+
+    private static String env(String name, String fallback) {
+        String value = System.getenv(name);
+        return value == null || value.isEmpty() ? fallback : value;
+    }
+}

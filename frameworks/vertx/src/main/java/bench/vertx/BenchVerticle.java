@@ -1,0 +1,100 @@
+package bench.vertx;
+
+import io.vertx.core.Future;
+import io.vertx.core.VerticleBase;
+import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+import io.vertx.ext.web.handler.BodyHandler;
+
+/**
+ * One HTTP server and its router. Each deployed instance listens on the same port; Vert.x shares
+ * the port and spreads the connections over the instances. Routing, parameter rules, plaintext,
+ * json and cpu are the same in both variants (they never wait); the subclasses differ only in how
+ * they wait for a timer, Redis or the database.
+ */
+abstract class BenchVerticle extends VerticleBase {
+
+  protected final Backends backends;
+  private final Settings settings;
+
+  BenchVerticle(Backends backends, Settings settings) {
+    this.backends = backends;
+    this.settings = settings;
+  }
+
+  /** Waits {@code ms >= 1} milliseconds, then replies {@code {"sleptMs":ms}}. */
+  protected abstract void sleep(RoutingContext ctx, int ms);
+
+  protected abstract void redis(RoutingContext ctx);
+
+  protected abstract void dbRead(RoutingContext ctx, int id);
+
+  protected abstract void dbWrite(RoutingContext ctx, Contract.NewItem item);
+
+  @Override
+  public Future<?> start() {
+    Router router = Router.router(vertx);
+    router.get("/plaintext").handler(ctx -> Reply.text(ctx, "Hello, World!"));
+    router.get("/json").handler(ctx -> Reply.json(ctx, 200, Contract.message()));
+    router.get("/sleep").handler(this::handleSleep);
+    // CPU work runs inline on the verticle's thread: an event loop, or the virtual thread.
+    router.get("/cpu").handler(this::handleCpu);
+    router.get("/redis").handler(this::redis);
+    router.get("/db").handler(this::handleDbRead);
+    router.post("/db").handler(BodyHandler.create(false)).handler(this::handleDbWrite);
+
+    HttpServerOptions options = new HttpServerOptions()
+        .setHost(settings.bindAddress())
+        .setPort(settings.port());
+    return vertx.createHttpServer(options).requestHandler(router).listen();
+  }
+
+  private void handleSleep(RoutingContext ctx) {
+    int ms = Contract.boundedParam(ctx.request().getParam("ms"), Contract.DEFAULT_SLEEP_MS, Contract.MAX_SLEEP_MS);
+    if (ms < 0) {
+      Reply.status(ctx, 400);
+    } else if (ms == 0) {
+      // Vert.x timers need a delay of at least 1 ms; waiting 0 ms is not waiting.
+      Reply.json(ctx, 200, Contract.slept(0));
+    } else {
+      sleep(ctx, ms);
+    }
+  }
+
+  private void handleCpu(RoutingContext ctx) {
+    int n = Contract.boundedParam(ctx.request().getParam("n"), Contract.DEFAULT_PRIMES_N, Contract.MAX_PRIMES_N);
+    if (n < 0) {
+      Reply.status(ctx, 400);
+    } else {
+      Reply.json(ctx, 200, Contract.primes(n, Contract.countPrimes(n)));
+    }
+  }
+
+  private void handleDbRead(RoutingContext ctx) {
+    int id = Contract.boundedParam(ctx.request().getParam("id"), -1, Integer.MAX_VALUE);
+    if (id < 0) {
+      Reply.status(ctx, 400);
+    } else {
+      dbRead(ctx, id);
+    }
+  }
+
+  private void handleDbWrite(RoutingContext ctx) {
+    Contract.NewItem item = Contract.newItem(ctx.body().asString());
+    if (item == null) {
+      Reply.status(ctx, 400);
+    } else {
+      dbWrite(ctx, item);
+    }
+  }
+
+  protected static void replyItem(RoutingContext ctx, JsonObject item) {
+    if (item == null) {
+      Reply.status(ctx, 404);
+    } else {
+      Reply.json(ctx, 200, item);
+    }
+  }
+}

@@ -1,0 +1,72 @@
+"""Self-checks of a cell and of the machine: suspect figures are flagged, never silently kept."""
+from __future__ import annotations
+
+import os
+import time
+
+import psutil
+
+from .drivers import LoadResult
+
+LITTLE_LOW, LITTLE_HIGH = 0.75, 1.25
+LOADGEN_SATURATED = 0.90
+MIN_REQUESTS = 100
+
+
+def littles_law_ratio(concurrency: int, r: LoadResult) -> float:
+    """In-flight requests implied by Little's law (rps x mean latency) over the connections held open.
+
+    A closed loop keeps every connection busy, so the ratio is ~1; well below 1 means connections
+    sat idle (errors, refused or reset connections, a generator too slow to keep up).
+    """
+    if r.requests == 0 or r.latency_mean != r.latency_mean:
+        return float("nan")
+    return r.rps * (r.latency_mean / 1000.0) / concurrency
+
+
+def cell_flags(concurrency: int, r: LoadResult, loadgen_cpus: int, server_alive: bool = True) -> list[str]:
+    flags = []
+    ratio = littles_law_ratio(concurrency, r)
+    if ratio == ratio and not (LITTLE_LOW <= ratio <= LITTLE_HIGH):
+        flags.append("littles-law")
+    if r.loadgen_cpu_s == r.loadgen_cpu_s and r.duration_s > 0 and \
+            r.loadgen_cpu_s / r.duration_s > LOADGEN_SATURATED * loadgen_cpus:
+        flags.append("loadgen-saturated")
+    if r.errors:
+        flags.append("socket-errors")
+    if r.errors_status:
+        flags.append("non-2xx")
+    if r.requests < MIN_REQUESTS:
+        flags.append("few-requests")
+    if not server_alive:
+        flags.append("server-died")
+    return flags
+
+
+SUSPECTS = ("java", "mvn", "wrk", "locust", "h2load", "k6", "oha")
+
+
+def busy_processes(threshold_pct: float = 10.0, window_s: float = 1.0) -> list[str]:
+    """Other processes that burn CPU now, or that are known to ruin figures (a JVM, a compile daemon)."""
+    me = {os.getpid(), *(p.pid for p in psutil.Process().children(recursive=True))}
+    procs = []
+    for p in psutil.process_iter(["pid", "name", "cmdline"]):
+        if p.pid in me or p.pid == 0:
+            continue
+        try:
+            p.cpu_percent(None)
+            procs.append(p)
+        except psutil.Error:
+            pass
+    time.sleep(window_s)
+    found = []
+    for p in procs:
+        try:
+            pct = p.cpu_percent(None)
+            cmd = " ".join(p.info["cmdline"] or [p.info["name"] or ""])
+            suspect = p.info["name"] in SUSPECTS or "KotlinCompileDaemon" in cmd
+            if pct >= threshold_pct or suspect:
+                found.append(f"pid {p.pid} {p.info['name']} ({pct:.0f}% CPU): {cmd[:100]}")
+        except psutil.Error:
+            pass
+    return found

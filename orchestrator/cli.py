@@ -1,0 +1,260 @@
+"""The `bench` command line: it parses, then calls the pipeline. No logic of its own."""
+from __future__ import annotations
+
+import datetime as dt
+import re
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from . import RESULTS_DIR, infra as infra_mod, options, results, runner
+from .catalog import discover, select
+from .errors import BenchError, TargetFailed
+from .scenarios import SCENARIOS, parse_list
+
+app = typer.Typer(help="Build, start, verify and load JVM web frameworks; store tidy results.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+infra_app = typer.Typer(help="Redis and MariaDB for the targets.", no_args_is_help=True)
+app.add_typer(infra_app, name="infra")
+# Piped output (CI logs, files) gets lines long enough for a result line instead of 80 columns.
+console = Console(width=None if sys.stdout.isatty() else 160)
+
+FrameworkOpt = typer.Option(None, "--framework", "-f", help="Framework(s), comma-separated, or framework:variant.")
+VariantOpt = typer.Option(None, "--variant", "-v", help="Variant(s), comma-separated (default: all).")
+ServerCpus = typer.Option("1", "--server-cpus", help="CPUs for the target (taskset list).")
+LoadgenCpus = typer.Option("0", "--loadgen-cpus", help="CPUs for the load generator and the infrastructure.")
+HeapOpt = typer.Option("512m", "--heap", help="JVM heap, -Xms = -Xmx.")
+PortOpt = typer.Option(8080, "--port", help="Port of the target (a gateway's backend gets port + 1).")
+RedisPortOpt = typer.Option(16379, "--redis-port", help="Port of the run's Redis.")
+DbPortOpt = typer.Option(13306, "--db-port", help="Port of the run's MariaDB.")
+
+
+def _targets(framework: Optional[str], variant: Optional[str]):
+    catalog = discover()
+    frameworks = [f.strip() for f in framework.split(",")] if framework else None
+    variants = [v.strip() for v in variant.split(",")] if variant else None
+    return select(catalog, frameworks, variants)
+
+
+def _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port) -> runner.Settings:
+    return runner.Settings(server_cpus=options.cpu_list(server_cpus, "--server-cpus"),
+                           loadgen_cpus=options.cpu_list(loadgen_cpus, "--loadgen-cpus"),
+                           heap=options.heap(heap), port=options.port(port, "--port"),
+                           redis_port=options.port(redis_port, "--redis-port"),
+                           db_port=options.port(db_port, "--db-port"))
+
+
+@app.command("list")
+def list_targets() -> None:
+    """Every target (framework:variant) with its concurrency model."""
+    table = Table("target", "server", "scenarios", "concurrency model")
+    for fw in discover().values():
+        for v in fw.variants.values():
+            table.add_row(f"{fw.name}:{v.name}" + (" *" if v.default else ""), fw.server,
+                          ",".join(fw.scenarios), v.description)
+    console.print(table)
+    console.print("* the default variant")
+
+
+@app.command()
+def build(framework: Optional[str] = FrameworkOpt,
+          force: bool = typer.Option(False, "--force", help="Rebuild even when the sources did not change.")) -> None:
+    """Build the frameworks (skipped when their sources did not change)."""
+    targets = _targets(framework, None)
+    logs = RESULTS_DIR / "builds"
+    pipeline = runner.Pipeline(runner.Settings(), logs, console)
+    pipeline.build_all(targets, force=force)
+    if pipeline.build_failures:
+        for name, reason in pipeline.build_failures.items():
+            console.print(f"[red]{name}[/]: {reason}")
+        raise typer.Exit(1)
+
+
+@app.command("verify")
+def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = VariantOpt,
+               server_cpus: str = ServerCpus, loadgen_cpus: str = LoadgenCpus, heap: str = HeapOpt,
+               port: int = PortOpt, redis_port: int = RedisPortOpt, db_port: int = DbPortOpt) -> None:
+    """Start each target and check every scenario against the contract (no load)."""
+    settings = _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port)
+    targets = _targets(framework, variant)
+    logs = RESULTS_DIR / "verify" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    pipeline = runner.Pipeline(settings, logs, console)
+    pipeline.build_all(targets)
+    table = Table("target", "result", "startup s", "RSS MiB", "threads seen")
+    failures: list[tuple[str, str]] = []
+    with runner.quiet_sigterm(), infra_mod.for_run(settings.redis_port, settings.db_port, settings.loadgen_cpus) as infra:
+        for t in targets:
+            try:
+                started = pipeline.start(t, infra[0].env(), "verify")
+            except TargetFailed as e:
+                failures.append((t.id, e.reason))
+                table.add_row(t.id, "[red]FAILED[/]", "", "", "")
+                continue
+            try:
+                v = pipeline.verify(t)
+            finally:
+                started.stop()
+            if not v.ok:
+                failures.append((t.id, v.reason))
+            table.add_row(t.id, "[green]ok[/]" if v.ok else "[red]FAILED[/]", f"{started.startup_s:.2f}",
+                          f"{started.rss_after_start_mb:.0f}", thread_kinds(v.threads.values()))
+    console.print(table)
+    for target_id, reason in failures:
+        console.print(f"[red]{target_id}[/]: {escape(reason)}", soft_wrap=True)
+    console.print(f"{len(targets) - len(failures)} passed, {len(failures)} failed")
+    if failures:
+        raise typer.Exit(1)
+
+
+def thread_kinds(names) -> str:
+    """Distinct thread pools from X-Thread values: numbers dropped, so 'exec-1' and 'exec-7' are one."""
+    return ", ".join(sorted({re.sub(r"\d+", "N", n) for n in names}))
+
+
+@app.command()
+def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = VariantOpt,
+        scenario: Optional[str] = typer.Option(None, "--scenario", "-s", help="Scenario(s), comma-separated "
+                                               "(default: all that each target serves)."),
+        concurrency: str = typer.Option("256", "--concurrency", "-c", help="Connections, comma-separated."),
+        warmup: str = typer.Option("5s", "--warmup", help="Warm-up per cell, thrown away."),
+        duration: str = typer.Option("10s", "--duration", "-d", help="Measured window per cell."),
+        repeat: int = typer.Option(1, "--repeat", help="Repeats, each in a fresh JVM, interleaved."),
+        resume: Optional[str] = typer.Option(None, "--resume", help="Continue this run id with its own plan."),
+        server_cpus: str = ServerCpus, loadgen_cpus: str = LoadgenCpus, heap: str = HeapOpt,
+        port: int = PortOpt, redis_port: int = RedisPortOpt, db_port: int = DbPortOpt,
+        timeout: str = typer.Option("30s", "--timeout", help="Per-request timeout of the load generator."),
+        results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir", help="Where run folders go.")) -> None:
+    """Build, verify and measure targets; every finished cell is stored at once."""
+    if resume:
+        store = results.RunStore(results.find_run(resume, results_dir))
+        plan = runner.Plan.from_dict(store.meta()["plan"])
+        console.print(f"resuming {store.run_id}: {len(store.rows)} cells already measured")
+    else:
+        settings = _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port)
+        settings.request_timeout_s = options.duration(timeout, "--timeout")
+        if repeat < 1:
+            raise BenchError("--repeat must be 1 or more") from None
+        targets = _targets(framework, variant)
+        plan = runner.Plan(targets=[t.id for t in targets],
+                           scenarios=parse_list(scenario, list(SCENARIOS), "scenario"),
+                           concurrency=options.positive_ints(concurrency, "--concurrency"),
+                           warmup_s=options.duration(warmup, "--warmup", allow_zero=True),
+                           duration_s=options.duration(duration, "--duration"), repeat=repeat, settings=settings)
+        if plan.scenarios and not any(plan.scenarios_of(t) for t in targets):
+            raise BenchError(f"no selected target serves {', '.join(plan.scenarios)}")
+        _check_writable(results_dir)
+        store = runner.new_store(root=results_dir)
+    started = dt.datetime.now()
+    failed = runner.execute(plan, store, console)
+    took = (dt.datetime.now() - started).total_seconds()
+    _print_results(results.load(store.dir))
+    console.print(f"run {store.run_id}: {len(store.rows)} cells ({failed} failed) in {took:.0f} s -> "
+                  f"{store.dir / results.MEASUREMENTS}")
+    if failed:
+        raise typer.Exit(1)
+
+
+def _check_writable(root: Path) -> None:
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe = root / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise BenchError(f"results folder {root} is not writable: {e.strerror}") from None
+
+
+def _print_results(df) -> None:
+    table = Table("target", "scenario", "conc", "rep", "rps", "p50 ms", "p99 ms", "errors", "cpu %", "RSS MiB",
+                  "threads", "GC ms", "flags / reason")
+    for col in table.columns:
+        col.no_wrap = True
+    table.columns[-1].max_width = 48
+    for _, r in df.iterrows():
+        cells = [r["target"], r["scenario"], str(r["concurrency"]), str(r["repeat"])]
+        if r["status"] != "ok":
+            table.add_row(*cells, *[""] * 8, f"[red]{escape(str(r['reason']).splitlines()[0][:70])}[/]")
+            continue
+        errors = sum(int(r[c]) for c in ("errors_connect", "errors_read", "errors_write", "errors_timeout", "errors_status"))
+        gc = f"{r['gc_time_ms']:.0f}" if r["gc_time_ms"] == r["gc_time_ms"] else ""
+        table.add_row(*cells, f"{r['rps']:,.0f}", f"{r['latency_p50_ms']:.2f}", f"{r['latency_p99_ms']:.2f}",
+                      str(errors), f"{r['server_cpu_pct']:.0f}", f"{r['server_peak_rss_mb']:.0f}",
+                      _int(r["server_peak_threads"]), gc, f"[yellow]{r['flags']}[/]" if r["flags"] else "")
+    console.print(table)
+
+
+def _int(value) -> str:
+    return "" if value != value or value is None else str(int(value))
+
+
+@app.command("results")
+def results_cmd(run_id: Optional[str] = typer.Argument(None, help="Run id (default: the newest run)."),
+                results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir")) -> None:
+    """Print the measurements of a run."""
+    d = results.find_run(run_id, results_dir)
+    meta = results.load_meta(d)
+    console.print(f"run {d.name}, started {meta.get('started_at')}, {meta.get('status')}, "
+                  f"commit {meta.get('git_commit', '')[:12]}")
+    for w in meta.get("warnings", []):
+        console.print(f"[yellow]warning:[/] {w}")
+    _print_results(results.load(d))
+
+
+@infra_app.command("up")
+def infra_up(loadgen_cpus: str = LoadgenCpus, redis_port: int = RedisPortOpt, db_port: int = DbPortOpt) -> None:
+    """Start Redis and MariaDB and leave them running for later commands."""
+    if infra_mod.load_state():
+        console.print("infrastructure is already up (`bench infra status`)")
+        return
+    infra = infra_mod.start(options.port(redis_port, "--redis-port"), options.port(db_port, "--db-port"),
+                            options.cpu_list(loadgen_cpus, "--loadgen-cpus"), outlive=True)
+    infra_mod.save_state(infra)
+    console.print(f"Redis on 127.0.0.1:{infra.redis_port}, MariaDB on 127.0.0.1:{infra.db_port} "
+                  f"(seeded; data in {infra.data_dir}); stop with `bench infra down`")
+
+
+@infra_app.command("down")
+def infra_down() -> None:
+    """Stop what `bench infra up` started and delete its data."""
+    infra = infra_mod.load_state()
+    if infra is None:
+        console.print("infrastructure is not up")
+        return
+    infra_mod.stop(infra)
+    infra_mod.clear_state()
+    console.print("stopped Redis and MariaDB")
+
+
+@infra_app.command("status")
+def infra_status() -> None:
+    """Whether `bench infra up` left Redis and MariaDB running, and where."""
+    infra = infra_mod.load_state()
+    if infra is None:
+        console.print("down")
+        raise typer.Exit(1)
+    console.print(f"up: Redis 127.0.0.1:{infra.redis_port} (pid {infra.pids.get('redis')}), "
+                  f"MariaDB 127.0.0.1:{infra.db_port} (pid {infra.pids.get('mariadb')}), data {infra.data_dir}")
+
+
+@app.command()
+def clean() -> None:
+    """Remove what crashed runs left: infrastructure, temporary data directories, stray processes."""
+    from .cleanup import clean_leftovers
+    removed = clean_leftovers()
+    for r in removed:
+        console.print(f"removed {r}")
+    console.print(f"{len(removed)} leftovers removed")
+
+
+def main() -> None:
+    """Entry point: Typer handles usage errors (exit 2) and Ctrl-C; BenchError becomes one clear line."""
+    try:
+        app()
+    except BenchError as e:
+        Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False, soft_wrap=True)
+        sys.exit(e.exit_code)

@@ -1,0 +1,209 @@
+"""Shared infrastructure: Redis and MariaDB as local processes from Debian's packages.
+
+Each start gets fresh data directories under /tmp, ports on 127.0.0.1 only, and a generated
+password that travels only through the targets' environment (and, for `bench infra up`, a
+0600 state file so that later commands can reach the same servers).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import psutil
+
+from . import STATE_DIR
+from .errors import BenchError
+from .procs import ensure_port_free, log_tail, require_tool, spawn, stop_pid
+from .scenarios import REDIS_SEED, SEED_ROWS
+
+APT_LINE = "apt-get install -y redis-server mariadb-server"
+STATE_FILE = STATE_DIR / "infra.json"
+DB_NAME = DB_USER = "bench"
+
+
+@dataclass
+class Infra:
+    """A running Redis and MariaDB: where they listen, how to log in, which processes they are."""
+    redis_port: int
+    db_port: int
+    password: str
+    data_dir: str
+    cpus: str | None = None
+    pids: dict[str, int] = field(default_factory=dict)
+    runtime: str = "process"
+
+    def env(self) -> dict[str, str]:
+        """The contract's environment for a target."""
+        return {"REDIS_HOST": "127.0.0.1", "REDIS_PORT": str(self.redis_port), "REDIS_PASSWORD": self.password,
+                "DB_HOST": "127.0.0.1", "DB_PORT": str(self.db_port), "DB_NAME": DB_NAME,
+                "DB_USER": DB_USER, "DB_PASSWORD": self.password}
+
+    @property
+    def socket(self) -> str:
+        return str(Path(self.data_dir) / "mariadb.sock")
+
+    def dead(self) -> list[str]:
+        """Names of the servers that no longer run."""
+        return [name for name, pid in self.pids.items() if not psutil.pid_exists(pid)
+                or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE]
+
+
+def _wait_for(check, what: str, log: Path, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            return check()
+        except Exception as e:  # noqa: BLE001 - any failure means "not ready yet"
+            last = e
+            time.sleep(0.1)
+    raise BenchError(f"{what} did not become ready in {timeout:.0f} s ({last}); last lines of {log}:\n{log_tail(log)}")
+
+
+def _start_redis(infra: Infra, outlive: bool) -> None:
+    exe = require_tool("redis-server", APT_LINE)
+    d = Path(infra.data_dir)
+    conf = d / "redis.conf"
+    # The password goes in a 0600 file, not on the command line where `ps` would show it.
+    conf.write_text(f"port {infra.redis_port}\nbind 127.0.0.1\nprotected-mode yes\ndir {d}\nsave \"\"\n"
+                    f"appendonly no\nrequirepass {infra.password}\n")
+    conf.chmod(0o600)
+    log = d / "redis.log"
+    proc = spawn([exe, str(conf)], log_path=log, cpus=infra.cpus, outlive_parent=outlive)
+    infra.pids["redis"] = proc.pid
+
+    def seeded():
+        import redis
+        if proc.poll() is not None:
+            raise BenchError(f"redis-server exited with {proc.returncode}")
+        r = redis.Redis(host="127.0.0.1", port=infra.redis_port, password=infra.password, socket_timeout=2)
+        r.mset(REDIS_SEED)
+        r.close()
+    _wait_for(seeded, "Redis", log, 20)
+
+
+def _start_mariadb(infra: Infra, outlive: bool) -> None:
+    install_db = require_tool("mariadb-install-db", APT_LINE)
+    server = require_tool("mariadbd", APT_LINE)
+    d = Path(infra.data_dir)
+    datadir = d / "mariadb"
+    log = d / "mariadb.log"
+    with open(log, "wb") as out:
+        import subprocess
+        rc = subprocess.run([install_db, "--no-defaults", f"--datadir={datadir}",
+                             "--auth-root-authentication-method=normal", "--skip-test-db"],
+                            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
+    if rc != 0:
+        raise BenchError(f"mariadb-install-db failed (exit {rc}); last lines of {log}:\n{log_tail(log)}")
+    argv = [server, "--no-defaults", f"--datadir={datadir}", f"--socket={infra.socket}",
+            f"--port={infra.db_port}", "--bind-address=127.0.0.1", f"--pid-file={d / 'mariadb.pid'}",
+            "--skip-name-resolve", "--max-connections=1000",
+            # Commits are written to the log at once but flushed to disk once a second: the
+            # db-write scenario then measures the framework and the database, not the disk.
+            "--innodb-flush-log-at-trx-commit=2", "--innodb-buffer-pool-size=256M"]
+    if os.geteuid() == 0:
+        argv.append("--user=root")  # mariadbd refuses to run as root without it
+    proc = spawn(argv, log_path=log, cpus=infra.cpus, outlive_parent=outlive)
+    infra.pids["mariadb"] = proc.pid
+
+    def seeded():
+        import pymysql
+        if proc.poll() is not None:
+            raise BenchError(f"mariadbd exited with {proc.returncode}")
+        conn = pymysql.connect(unix_socket=infra.socket, user="root", connect_timeout=2, autocommit=True)
+        with conn.cursor() as c:
+            c.execute(f"CREATE DATABASE IF NOT EXISTS {DB_NAME}")
+            c.execute(f"CREATE USER IF NOT EXISTS '{DB_USER}'@'127.0.0.1' IDENTIFIED BY %s", (infra.password,))
+            c.execute(f"GRANT ALL ON {DB_NAME}.* TO '{DB_USER}'@'127.0.0.1'")
+            c.execute(f"USE {DB_NAME}")
+            c.execute("DROP TABLE IF EXISTS item")
+            c.execute("CREATE TABLE item (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(64) NOT NULL, "
+                      "price DECIMAL(10,2) NOT NULL) ENGINE=InnoDB")
+            # seq_1_to_N comes from MariaDB's Sequence engine: one statement seeds every row.
+            c.execute(f"INSERT INTO item (id, name, price) SELECT seq, CONCAT('item-', seq), seq * 0.25 "
+                      f"FROM seq_1_to_{SEED_ROWS}")
+        conn.close()
+    _wait_for(seeded, "MariaDB", log, 60)
+
+
+def start(redis_port: int, db_port: int, cpus: str | None, outlive: bool = False) -> Infra:
+    """Start and seed Redis and MariaDB; on any failure, stop what was started."""
+    ensure_port_free(redis_port, "Redis")
+    ensure_port_free(db_port, "MariaDB")
+    infra = Infra(redis_port=redis_port, db_port=db_port, password=secrets.token_urlsafe(18),
+                  data_dir=tempfile.mkdtemp(prefix="bench-infra-"), cpus=cpus)
+    try:
+        _start_redis(infra, outlive)
+        _start_mariadb(infra, outlive)
+    except BaseException:
+        stop(infra)
+        raise
+    return infra
+
+
+def stop(infra: Infra) -> None:
+    for pid in infra.pids.values():
+        stop_pid(pid, grace=10)
+    infra.pids.clear()
+    shutil.rmtree(infra.data_dir, ignore_errors=True)
+
+
+def restart(infra: Infra) -> Infra:
+    """Replace a dead or half-dead infrastructure with a fresh one on the same ports."""
+    stop(infra)
+    return start(infra.redis_port, infra.db_port, infra.cpus)
+
+
+# --- `bench infra up|down|status`: infrastructure that outlives one command ---
+
+def save_state(infra: Infra) -> None:
+    STATE_DIR.mkdir(exist_ok=True)
+    tmp = STATE_FILE.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(asdict(infra), f)
+    os.replace(tmp, STATE_FILE)
+
+
+def load_state() -> Infra | None:
+    """The infrastructure `bench infra up` left running, or None (a stale state file is removed)."""
+    if not STATE_FILE.exists():
+        return None
+    try:
+        infra = Infra(**json.loads(STATE_FILE.read_text()))
+    except (ValueError, TypeError):
+        STATE_FILE.unlink()
+        return None
+    if infra.dead():
+        stop(infra)
+        STATE_FILE.unlink()
+        return None
+    return infra
+
+
+def clear_state() -> None:
+    STATE_FILE.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def for_run(redis_port: int, db_port: int, cpus: str | None):
+    """The infrastructure a run uses: the one `bench infra up` started, or its own, stopped at the end.
+
+    Yields a one-element list so that a run can swap in a restarted infrastructure.
+    """
+    shared = load_state()
+    if shared is not None:
+        yield [shared]
+        return
+    holder = [start(redis_port, db_port, cpus)]
+    try:
+        yield holder
+    finally:
+        stop(holder[0])

@@ -1,0 +1,123 @@
+"""JVM command lines, and the JVM's own counters read from its hsperfdata file.
+
+The counters (GC invocations and time, live threads) come from the memory-mapped file every
+HotSpot JVM publishes under /tmp/hsperfdata_<user>/<pid> (what jstat reads), so reading them
+attaches nothing to the server and costs it no CPU.
+"""
+from __future__ import annotations
+
+import pwd
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from .catalog import Target
+
+
+def cpu_count(cpus: str) -> int:
+    """Number of CPUs in a taskset list such as "1", "0-1" or "0,2-3"."""
+    n = 0
+    for part in cpus.split(","):
+        lo, _, hi = part.partition("-")
+        n += int(hi or lo) - int(lo) + 1
+    return n
+
+
+def jvm_options(target: Target, heap: str, cpus: str) -> list[str]:
+    """The options every target gets alike, then the variant's own, then its system properties."""
+    v = target.variant
+    return [f"-Xms{heap}", f"-Xmx{heap}", f"-XX:ActiveProcessorCount={cpu_count(cpus)}",
+            *v.jvm_opts, *(f"-D{k}={val}" for k, val in v.properties.items())]
+
+
+def command_line(target: Target, java: str, jvm_opts: list[str], artifact: str) -> list[str]:
+    """The manifest's start command with its placeholders filled in, as an argv list."""
+    argv: list[str] = []
+    for arg in target.framework.start_command:
+        if arg == "{jvm_opts}":
+            argv += jvm_opts
+        else:
+            argv.append({"{java}": java, "{artifact}": artifact}.get(arg, arg))
+    return argv
+
+
+@dataclass(frozen=True)
+class JvmCounters:
+    gc_count: int
+    gc_time_s: float
+    threads: int
+    collector: str
+
+
+def _perf_file(pid: int) -> Path | None:
+    """The hsperfdata file of pid, also for a JVM inside a container (through /proc/pid/root)."""
+    try:
+        proc = psutil.Process(pid)
+        user = pwd.getpwuid(proc.uids().effective).pw_name
+    except (psutil.Error, KeyError):
+        user = None
+    candidates = []
+    if user:
+        candidates.append(Path(f"/tmp/hsperfdata_{user}/{pid}"))
+    root = Path(f"/proc/{pid}/root/tmp")
+    ns_pid = _namespace_pid(pid)
+    candidates += sorted(root.glob(f"hsperfdata_*/{ns_pid}")) if root.exists() else []
+    return next((c for c in candidates if c.exists()), None)
+
+
+def _namespace_pid(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("NSpid:"):
+                return int(line.split()[-1])
+    except OSError:
+        pass
+    return pid
+
+
+def read_perfdata(path: Path) -> dict[str, int | str]:
+    """All long and string counters of an hsperfdata file, by name."""
+    data = path.read_bytes()
+    if data[:4] != b"\xca\xfe\xc0\xc0":
+        raise ValueError(f"{path}: not an hsperfdata file")
+    order = "<" if data[4] == 1 else ">"
+    entry_offset, num_entries = struct.unpack_from(order + "ii", data, 24)
+    out: dict[str, int | str] = {}
+    pos = entry_offset
+    for _ in range(num_entries):
+        length, name_off, vec_len, dtype, _flags, _units, _var, data_off = struct.unpack_from(
+            order + "iiiBBBBi", data, pos)
+        name = data[pos + name_off:data.index(b"\0", pos + name_off)].decode("ascii", "replace")
+        if dtype == ord("J") and vec_len == 0:
+            out[name] = struct.unpack_from(order + "q", data, pos + data_off)[0]
+        elif dtype == ord("B") and vec_len > 0:
+            raw = data[pos + data_off:pos + data_off + vec_len]
+            out[name] = raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+        pos += length
+    return out
+
+
+def read_counters(pid: int) -> JvmCounters | None:
+    """GC count and time summed over the collectors, and live threads; None if unreadable."""
+    path = _perf_file(pid)
+    if path is None:
+        return None
+    try:
+        c = read_perfdata(path)
+    except (OSError, ValueError, struct.error):
+        return None
+    freq = c.get("sun.os.hrt.frequency") or 1_000_000_000
+    count = ticks = 0
+    names = []
+    for i in range(4):
+        inv = c.get(f"sun.gc.collector.{i}.invocations")
+        if inv is None:
+            continue
+        count += int(inv)
+        ticks += int(c.get(f"sun.gc.collector.{i}.time", 0))
+        names.append(str(c.get(f"sun.gc.collector.{i}.name", "")))
+    return JvmCounters(gc_count=count, gc_time_s=ticks / float(freq),
+                       threads=int(c.get("java.threads.live", 0)),
+                       collector=str(c.get("sun.gc.policy", "")) or "+".join(n for n in names if n))

@@ -1,0 +1,56 @@
+"""Parsing and checking command-line values: one clear UsageError for anything that cannot work."""
+from __future__ import annotations
+
+import re
+
+import psutil
+
+from .errors import UsageError
+
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def duration(value: str, what: str, allow_zero: bool = False) -> float:
+    """'10s', '500ms', '2m' or a bare number of seconds -> seconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*", value or "")
+    if not m:
+        raise UsageError(f"{what} '{value}' is not a duration (examples: 10s, 500ms, 2m)")
+    seconds = float(m.group(1)) * _UNITS[m.group(2) or "s"]
+    if seconds <= 0 and not (allow_zero and seconds == 0):
+        raise UsageError(f"{what} must be {'zero or ' if allow_zero else ''}more than zero, not '{value}'")
+    return seconds
+
+
+def positive_ints(value: str, what: str, maximum: int = 100_000) -> list[int]:
+    """'64,256' -> [64, 256], every one of them 1..maximum."""
+    out = []
+    for part in (value or "").split(","):
+        part = part.strip()
+        if not re.fullmatch(r"\d+", part) or not 1 <= int(part) <= maximum:
+            raise UsageError(f"{what} '{value}': each must be a whole number from 1 to {maximum:,}")
+        out.append(int(part))
+    return out
+
+
+def cpu_list(value: str, what: str) -> str:
+    """A taskset CPU list ('1', '0-1', '0,2') of CPUs this machine has."""
+    if not re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", value or ""):
+        raise UsageError(f"{what} '{value}' is not a CPU list (examples: 1, 0-1, 0,2)")
+    have = psutil.cpu_count()
+    for part in value.split(","):
+        lo, _, hi = part.partition("-")
+        if int(hi or lo) < int(lo) or int(hi or lo) >= have:
+            raise UsageError(f"{what} '{value}': this machine has CPUs 0-{have - 1}")
+    return value
+
+
+def heap(value: str) -> str:
+    if not re.fullmatch(r"[1-9]\d*[mMgG]", value or ""):
+        raise UsageError(f"--heap '{value}' must look like 512m or 2g")
+    return value.lower()
+
+
+def port(value: int, what: str) -> int:
+    if not 1024 <= value <= 65534:
+        raise UsageError(f"{what} {value} must be between 1024 and 65534")
+    return value

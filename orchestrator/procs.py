@@ -1,0 +1,121 @@
+"""Starting and stopping child processes so that none outlives the run.
+
+Children start in their own session (Ctrl-C in the terminal reaches only the orchestrator, which
+then stops them in order) and, unless they must outlive the command (`bench infra up`), with
+PR_SET_PDEATHSIG so the kernel kills them if the orchestrator itself is killed.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+from pathlib import Path
+
+import psutil
+
+from .errors import MissingTool, UsageError
+
+OWNER_VAR = "BENCH_OWNER"
+_PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _die_with_parent() -> None:
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def pinned(argv: list[str], cpus: str | None) -> list[str]:
+    """Prefix argv with taskset so the process and its threads stay on `cpus` (e.g. "1" or "0-1")."""
+    if not cpus:
+        return list(argv)
+    return [require_tool("taskset", "apt-get install util-linux"), "-c", cpus, *argv]
+
+
+def spawn(argv: list[str], *, log_path: Path | None = None, cwd: Path | None = None,
+          env: dict[str, str] | None = None, cpus: str | None = None,
+          outlive_parent: bool = False) -> subprocess.Popen:
+    """Start argv (never through a shell), output to log_path, pinned to cpus.
+
+    The child's environment names its owner (BENCH_OWNER), so `bench clean` can tell a leftover of a
+    crashed orchestrator from a process a live run still uses.
+    """
+    env = {**(os.environ if env is None else env), OWNER_VAR: "infra-up" if outlive_parent else str(os.getpid())}
+    out = open(log_path, "ab") if log_path else subprocess.DEVNULL
+    try:
+        return subprocess.Popen(
+            pinned(argv, cpus), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=None if outlive_parent else _die_with_parent)
+    finally:
+        if log_path:
+            out.close()
+
+
+def stop_pid(pid: int, grace: float = 10.0) -> None:
+    """SIGTERM the process and its descendants, then SIGKILL whatever is left after `grace` seconds."""
+    try:
+        proc = psutil.Process(pid)
+        family = [proc, *proc.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return
+    for p in family:
+        try:
+            p.send_signal(signal.SIGTERM)
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(family, timeout=grace)
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(alive, timeout=5)
+
+
+def stop(popen: subprocess.Popen, grace: float = 10.0) -> None:
+    if popen.poll() is None:
+        stop_pid(popen.pid, grace)
+    try:
+        popen.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def require_tool(name: str, how: str, extra_dirs: tuple[str, ...] = ("/usr/sbin", "/sbin")) -> str:
+    """Path of an executable, or MissingTool saying how to install it."""
+    found = shutil.which(name) or shutil.which(name, path=os.pathsep.join(extra_dirs))
+    if not found:
+        raise MissingTool(f"'{name}' not found: install it with `{how}`")
+    return found
+
+
+def ensure_port_free(port: int, what: str) -> None:
+    """UsageError naming the owner when something already listens on 127.0.0.1:port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return
+        except OSError:
+            pass
+    owner = ""
+    try:
+        for c in psutil.net_connections("tcp"):
+            if c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN and c.pid:
+                owner = f" by pid {c.pid} ({psutil.Process(c.pid).name()})"
+                break
+    except (psutil.Error, OSError):
+        pass
+    raise UsageError(f"port {port} for {what} is already in use{owner}: stop it or choose another port")
+
+
+def log_tail(path: Path | None, lines: int = 15) -> str:
+    if not path or not Path(path).exists():
+        return ""
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        f.seek(max(0, f.tell() - 16384))
+        text = f.read().decode("utf-8", "replace")
+    return "\n".join(text.splitlines()[-lines:])

@@ -1,0 +1,145 @@
+"""Results: the run folder layout, the tidy measurements table, and the pandas API to load them.
+
+    results/<run-id>/run.json              what ran, where, with which versions and settings
+    results/<run-id>/measurements.parquet  one row per cell, rewritten atomically after each cell
+    results/<run-id>/logs/                 build, server, verification and load generator logs
+
+`load()` is the only way the reports and notebooks read results.
+"""
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+from typing import Iterable
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from . import RESULTS_DIR
+
+MEASUREMENTS = "measurements.parquet"
+RUN_JSON = "run.json"
+
+# The schema of measurements.parquet, in column order. Latencies in ms, memory in MiB.
+SCHEMA = pa.schema([
+    ("run_id", pa.string()), ("started_at", pa.string()),
+    ("target", pa.string()), ("framework", pa.string()), ("variant", pa.string()),
+    ("runtime", pa.string()), ("scenario", pa.string()), ("driver", pa.string()),
+    ("profile", pa.string()), ("concurrency", pa.int64()), ("repeat", pa.int64()),
+    ("status", pa.string()), ("reason", pa.string()),
+    ("warmup_s", pa.float64()), ("duration_s", pa.float64()),
+    ("requests", pa.int64()), ("rps", pa.float64()), ("bytes", pa.int64()),
+    ("errors_connect", pa.int64()), ("errors_read", pa.int64()), ("errors_write", pa.int64()),
+    ("errors_timeout", pa.int64()), ("errors_status", pa.int64()),
+    ("latency_min_ms", pa.float64()), ("latency_mean_ms", pa.float64()), ("latency_stdev_ms", pa.float64()),
+    ("latency_p50_ms", pa.float64()), ("latency_p75_ms", pa.float64()), ("latency_p90_ms", pa.float64()),
+    ("latency_p99_ms", pa.float64()), ("latency_p999_ms", pa.float64()), ("latency_max_ms", pa.float64()),
+    ("server_cpu_s", pa.float64()), ("server_cpu_pct", pa.float64()),
+    ("server_peak_rss_mb", pa.float64()), ("server_peak_threads", pa.int64()),
+    ("gc_count", pa.int64()), ("gc_time_ms", pa.float64()), ("gc_collector", pa.string()),
+    ("startup_s", pa.float64()), ("rss_after_start_mb", pa.float64()),
+    ("loadgen_cpu_pct", pa.float64()), ("littles_ratio", pa.float64()), ("flags", pa.string()),
+    ("heap", pa.string()), ("server_cpus", pa.string()), ("loadgen_cpus", pa.string()),
+])
+COLUMNS = SCHEMA.names
+CELL_KEY = ("target", "scenario", "concurrency", "repeat")
+
+
+def _atomic_write(path: Path, write) -> None:
+    """Write through a temporary file, fsync, rename: a reader or a crash sees old or new, never half."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    write(tmp)
+    with open(tmp, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class RunStore:
+    """The folder of one run; `add` puts a finished cell on disk before the next one starts."""
+
+    def __init__(self, run_dir: Path):
+        self.dir = Path(run_dir)
+        self.logs = self.dir / "logs"
+        self.rows: list[dict] = []
+        if (self.dir / MEASUREMENTS).exists():
+            self.rows = pq.read_table(self.dir / MEASUREMENTS).to_pylist()
+
+    @property
+    def run_id(self) -> str:
+        return self.dir.name
+
+    def create(self, meta: dict) -> None:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.write_meta(meta)
+
+    def meta(self) -> dict:
+        return json.loads((self.dir / RUN_JSON).read_text())
+
+    def write_meta(self, meta: dict) -> None:
+        _atomic_write(self.dir / RUN_JSON, lambda p: p.write_text(json.dumps(meta, indent=2, default=str) + "\n"))
+
+    def done(self) -> set[tuple]:
+        return {tuple(r[k] for k in CELL_KEY) for r in self.rows}
+
+    def add(self, row: dict) -> None:
+        unknown = set(row) - set(COLUMNS)
+        if unknown:
+            raise ValueError(f"not in the results schema: {sorted(unknown)}")
+        key = tuple(row.get(k) for k in CELL_KEY)
+        self.rows = [r for r in self.rows if tuple(r[k] for k in CELL_KEY) != key] + [
+            {c: row.get(c) for c in COLUMNS}]
+        table = pa.Table.from_pylist(self.rows, schema=SCHEMA)
+        _atomic_write(self.dir / MEASUREMENTS, lambda p: pq.write_table(table, p))
+
+
+def new_run_id(now) -> str:
+    return now.strftime("%Y%m%d-%H%M%S")
+
+
+def run_dirs(root: Path = RESULTS_DIR) -> list[Path]:
+    """Run folders under root, oldest first (by run.json's start time, then name)."""
+    dirs = [p for p in Path(root).iterdir() if (p / RUN_JSON).exists()] if Path(root).exists() else []
+    return sorted(dirs, key=lambda p: (json.loads((p / RUN_JSON).read_text()).get("started_at", ""), p.name))
+
+
+def find_run(run: str | Path | None, root: Path = RESULTS_DIR) -> Path:
+    """A run folder from an id, a path, or None for the newest run."""
+    from .errors import UsageError
+    if run is None:
+        dirs = run_dirs(root)
+        if not dirs:
+            raise UsageError(f"no runs under {root}: start one with `bench run`")
+        return dirs[-1]
+    for candidate in (Path(run), Path(root) / str(run)):
+        if (candidate / RUN_JSON).exists():
+            return candidate
+    raise UsageError(f"no run '{run}' (looked for {Path(root) / str(run)}/{RUN_JSON}); "
+                     f"runs: {', '.join(p.name for p in run_dirs(root)) or 'none'}")
+
+
+def load(runs: str | Path | Iterable[str | Path] | None = None, root: Path = RESULTS_DIR) -> pd.DataFrame:
+    """The measurements of one run (id or path; None: the newest) or of several, as one DataFrame.
+
+    One row per cell, columns as in SCHEMA. A missing, corrupt or partial Parquet file is skipped
+    with a warning, and the other runs load.
+    """
+    if runs is None or isinstance(runs, (str, Path)):
+        runs = [runs]
+    frames = []
+    for run in runs:
+        d = find_run(run, root)
+        path = d / MEASUREMENTS
+        try:
+            frames.append(pq.read_table(path).to_pandas())
+        except (OSError, pa.ArrowException) as e:
+            warnings.warn(f"skipping {path}: {e}", stacklevel=2)
+    if not frames:
+        return pd.DataFrame({c: pd.Series(dtype=SCHEMA.field(c).type.to_pandas_dtype()) for c in COLUMNS})
+    return pd.concat(frames, ignore_index=True)
+
+
+def load_meta(run: str | Path | None = None, root: Path = RESULTS_DIR) -> dict:
+    return json.loads((find_run(run, root) / RUN_JSON).read_text())

@@ -1,0 +1,366 @@
+"""The pipeline of one run: build -> start infra -> per target: start, verify, cells -> store.
+
+Every finished cell is on disk before the next starts; Ctrl-C, SIGTERM or a failure stops the
+load generator, the target and the infrastructure that the run started.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import signal
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from . import infra as infra_mod
+from . import RESULTS_DIR, drivers, runtimes
+from .build import build
+from .catalog import Framework, Target, discover, resolve
+from .checks import busy_processes, cell_flags, littles_law_ratio
+from .errors import TargetFailed
+from .hostinfo import git_commit, host_info, tool_versions
+from .httpclient import request
+from .jdk import Jdk, find_jdk
+from .jvm import cpu_count, jvm_options
+from .procs import ensure_port_free, log_tail
+from .results import RunStore, new_run_id
+from .runtimes import LaunchSpec, Runtime, Server
+from .sampling import Sampler
+from .scenarios import SCENARIOS
+from .verify import Verification, verify
+
+MiB = 2**20
+
+
+@dataclass
+class Settings:
+    """How targets are started and loaded; the same for every target of a run."""
+    server_cpus: str = "1"
+    loadgen_cpus: str = "0"
+    heap: str = "512m"
+    port: int = 8080
+    redis_port: int = 16379
+    db_port: int = 13306
+    db_pool_size: int = 16
+    runtime: str = "process"
+    driver: str = "wrk"
+    start_timeout_s: float = 120.0
+    request_timeout_s: float = 30.0
+
+
+@dataclass
+class Plan:
+    targets: list[str]                 # target ids, in order
+    scenarios: list[str] | None        # None: every scenario each target declares
+    concurrency: list[int]
+    warmup_s: float = 5.0
+    duration_s: float = 10.0
+    repeat: int = 1
+    profile: str = "throughput"
+    settings: Settings = field(default_factory=Settings)
+
+    def scenarios_of(self, target: Target) -> list[str]:
+        own = target.framework.scenarios
+        return [s for s in (self.scenarios or own) if s in own]
+
+    def cells(self, target: Target, repeat: int) -> list[tuple[str, int]]:
+        return [(s, c) for s in self.scenarios_of(target) for c in self.concurrency]
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Plan":
+        return cls(**{**d, "settings": Settings(**d["settings"])})
+
+
+@dataclass
+class Started:
+    server: Server
+    startup_s: float
+    rss_after_start_mb: float
+    backend: "Started | None" = None
+
+    def stop(self) -> None:
+        self.server.stop()
+        if self.backend:
+            self.backend.stop()
+
+
+def _sigterm_as_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def wait_ready(server: Server, port: int, path: str, timeout_s: float, started: float) -> float:
+    """Seconds from spawn to the first 200 on the health path; TargetFailed on exit or timeout."""
+    while True:
+        code = server.exit_code()
+        if code is not None:
+            raise TargetFailed(f"exited with {code} while starting; last lines of {server.log_path}:\n"
+                               f"{log_tail(server.log_path)}")
+        try:
+            if request(port, "GET", path, timeout=2).status == 200:
+                return time.monotonic() - started
+        except OSError:
+            pass
+        if time.monotonic() - started > timeout_s:
+            raise TargetFailed(f"no 200 on {path} within {timeout_s:.0f} s; last lines of {server.log_path}:\n"
+                               f"{log_tail(server.log_path)}")
+        time.sleep(0.05)
+
+
+class Pipeline:
+    """What the commands share: the catalog, the JDK, builds, starting targets with their backends."""
+
+    def __init__(self, settings: Settings, logs: Path, console: Console):
+        self.settings = settings
+        self.logs = logs
+        self.console = console
+        self.catalog = discover()
+        self.runtime: Runtime = runtimes.get(settings.runtime)
+        self.jdk: Jdk = find_jdk()
+        self.artifacts: dict[str, Path] = {}
+        self.build_failures: dict[str, str] = {}
+        self.build_times: dict[str, float | None] = {}
+
+    def frameworks_for(self, targets: list[Target]) -> list[Framework]:
+        names = []
+        for t in targets:
+            if t.framework.backend:
+                names.append(resolve(self.catalog, t.framework.backend).framework.name)
+            names.append(t.framework.name)
+        return [self.catalog[n] for n in dict.fromkeys(names)]
+
+    def build_all(self, targets: list[Target], force: bool = False) -> None:
+        for fw in self.frameworks_for(targets):
+            with self.console.status(f"building {fw.name} ({' '.join(fw.build_command)})"):
+                try:
+                    artifact, seconds = build(fw, self.jdk, self.logs / f"build-{fw.name}.log", force)
+                    self.artifacts[fw.name] = artifact
+                    self.build_times[fw.name] = seconds
+                    self.console.print(f"[green]built[/] {fw.name}" + (f" in {seconds:.1f} s" if seconds
+                                                                     else " (up to date)"))
+                except TargetFailed as e:
+                    self.build_failures[fw.name] = e.reason
+                    self.console.print(f"[red]build failed[/] {fw.name}: {e.reason.splitlines()[0]}")
+
+    def _launch(self, target: Target, port: int, cpus: str, env: dict[str, str], run_id: str) -> Started:
+        fw = target.framework
+        if fw.name in self.build_failures:
+            raise TargetFailed(self.build_failures[fw.name])
+        ensure_port_free(port, target.id)
+        s = self.settings
+        spec = LaunchSpec(
+            target=target, artifact=self.artifacts[fw.name], jvm_opts=jvm_options(target, s.heap, cpus),
+            env={**env, **target.variant.env, "PORT": str(port), "BIND_ADDRESS": "127.0.0.1",
+                 "DB_POOL_SIZE": str(s.db_pool_size)},
+            port=port, cpus=cpus, heap=s.heap,
+            log_path=self.logs / f"{target.id.replace(':', '-')}-{run_id}.log",
+            labels={"bench.run": run_id, "bench.target": target.id})
+        t0 = time.monotonic()
+        server = self.runtime.start(spec, self.jdk.java if self.runtime.name == "process" else "java")
+        try:
+            startup = wait_ready(server, port, fw.health_path, s.start_timeout_s, t0)
+            usage = server.usage()
+        except BaseException:
+            server.stop()
+            raise
+        return Started(server, startup, usage.rss_bytes / MiB if usage else float("nan"))
+
+    def start(self, target: Target, env: dict[str, str], run_id: str) -> Started:
+        """Start the target (after its backend, if it has one) and wait until it answers."""
+        s = self.settings
+        backend = None
+        env = dict(env)
+        if target.framework.backend:
+            # The backend is fixed scenery, not the subject: it runs beside the infrastructure.
+            backend = self._launch(resolve(self.catalog, target.framework.backend), s.port + 1,
+                                   s.loadgen_cpus, env, run_id)
+            env["BACKEND_URL"] = f"http://127.0.0.1:{s.port + 1}"
+        try:
+            started = self._launch(target, s.port, s.server_cpus, env, run_id)
+        except BaseException:
+            if backend:
+                backend.stop()
+            raise
+        started.backend = backend
+        return started
+
+    def verify(self, target: Target) -> Verification:
+        return verify(target, self.settings.port)
+
+
+def _failed_row(base: dict, reason: str) -> dict:
+    return {**base, "status": "failed", "reason": reason, "requests": 0, "rps": 0.0}
+
+
+def _result_line(row: dict) -> str:
+    if row["status"] != "ok":
+        return f"[red]FAILED[/] {row['target']} {row['scenario']} c={row['concurrency']}: {escape(row['reason'].splitlines()[0][:160])}"
+    flags = f" [yellow][{row['flags']}][/]" if row["flags"] else ""
+    return (f"{row['target']:<34} {row['scenario']:<10} c={row['concurrency']:<5} "
+            f"{row['rps']:>10,.0f} rps  p50 {row['latency_p50_ms']:7.2f} ms  p99 {row['latency_p99_ms']:8.2f} ms  "
+            f"cpu {row['server_cpu_pct']:4.0f}%  rss {row['server_peak_rss_mb']:5.0f} MiB  "
+            f"thr {row['server_peak_threads']}{flags}")
+
+
+def measure_cell(pipeline: Pipeline, started: Started, plan: Plan, base: dict, scenario: str,
+                 concurrency: int) -> dict:
+    s = plan.settings
+    driver = drivers.get(s.driver)
+    spec_args = dict(port=s.port, scenario=SCENARIOS[scenario], concurrency=concurrency, cpus=s.loadgen_cpus,
+                     timeout_s=s.request_timeout_s, out_dir=pipeline.logs / "load")
+    if plan.warmup_s > 0:
+        driver.run(drivers.LoadSpec(duration_s=plan.warmup_s, **spec_args))
+    with Sampler(started.server) as sampler:
+        result = driver.run(drivers.LoadSpec(duration_s=plan.duration_s, **spec_args))
+    alive = started.server.exit_code() is None
+    if not alive:
+        raise TargetFailed(f"target exited with {started.server.exit_code()} during the cell; last lines of "
+                           f"{started.server.log_path}:\n{log_tail(started.server.log_path)}")
+    smp = sampler.result
+    flags = cell_flags(concurrency, result, cpu_count(s.loadgen_cpus), alive)
+    return {
+        **base, "status": "ok", "reason": "", "requests": result.requests, "rps": result.rps,
+        "bytes": result.bytes, "errors_connect": result.errors_connect, "errors_read": result.errors_read,
+        "errors_write": result.errors_write, "errors_timeout": result.errors_timeout,
+        "errors_status": result.errors_status, "duration_s": result.duration_s,
+        **{f"latency_{k}_ms": getattr(result, f"latency_{k}") for k in
+           ("min", "mean", "stdev", "p50", "p75", "p90", "p99", "p999", "max")},
+        "server_cpu_s": smp.cpu_s, "server_cpu_pct": 100.0 * smp.cpu_s / result.duration_s if result.duration_s else None,
+        "server_peak_rss_mb": smp.peak_rss_bytes / MiB, "server_peak_threads": smp.peak_threads,
+        "gc_count": smp.gc_count, "gc_time_ms": smp.gc_time_s * 1000 if smp.gc_time_s is not None else None,
+        "gc_collector": smp.collector,
+        "loadgen_cpu_pct": 100.0 * result.loadgen_cpu_s / result.duration_s if result.duration_s else None,
+        "littles_ratio": littles_law_ratio(concurrency, result), "flags": ",".join(flags),
+    }
+
+
+def execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | None = None) -> int:
+    """Run every missing cell of the plan into store; returns the number of failed cells."""
+    s = plan.settings
+    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    pipeline = Pipeline(s, store.logs, console)
+    targets = [resolve(pipeline.catalog, t) for t in plan.targets]
+    drivers.get(s.driver).check_installed()
+    resumed = (store.dir / "run.json").exists()
+    meta = store.meta() if resumed else {}
+    if not resumed:
+        warnings_ = busy_processes()
+        for w in warnings_:
+            console.print(f"[yellow]warning: busy machine:[/] {w}")
+        meta = {"run_id": store.run_id, "started_at": dt.datetime.now().isoformat(timespec="seconds"),
+                "command": argv or sys.argv, "git_commit": git_commit(), "host": host_info(),
+                "jdk": {"home": str(pipeline.jdk.home), "version": pipeline.jdk.version},
+                "tools": tool_versions(), "plan": asdict(plan), "warnings": [f"busy: {w}" for w in warnings_],
+                "status": "running"}
+        store.create(meta)
+    todo = [(r, t, sc, c) for r in range(1, plan.repeat + 1) for t in targets
+            for sc, c in plan.cells(t, r) if (t.id, sc, c, r) not in store.done()]
+    failed = 0
+    try:
+        pipeline.build_all(targets)
+        meta["builds"] = {k: v for k, v in pipeline.build_times.items()}
+        store.write_meta(meta)
+        if not todo:
+            console.print("nothing to do: every cell of this run is measured")
+            return 0
+        with infra_mod.for_run(s.redis_port, s.db_port, s.loadgen_cpus) as infra, Progress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True) as progress:
+            task = progress.add_task("starting", total=len(todo))
+            for repeat in range(1, plan.repeat + 1):
+                for target in targets:
+                    cells = [(sc, c) for r, t, sc, c in todo if r == repeat and t.id == target.id]
+                    if cells:
+                        failed += _run_target(pipeline, plan, store, infra, target, repeat, cells, progress, task)
+        meta["status"] = "finished"
+        return failed
+    except KeyboardInterrupt:
+        meta["status"] = "interrupted"
+        console.print(f"[yellow]interrupted[/]: {len(store.rows)} cells kept in {store.dir}; "
+                      f"continue with `bench run --resume {store.run_id}`")
+        raise
+    finally:
+        meta["finished_at"] = dt.datetime.now().isoformat(timespec="seconds")
+        store.write_meta(meta)
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run_target(pipeline: Pipeline, plan: Plan, store: RunStore, infra: list, target: Target, repeat: int,
+                cells: list[tuple[str, int]], progress: Progress, task) -> int:
+    s = plan.settings
+    console = pipeline.console
+
+    def base(scenario: str, concurrency: int, started: Started | None) -> dict:
+        return {"run_id": store.run_id, "started_at": dt.datetime.now().isoformat(timespec="seconds"),
+                "target": target.id, "framework": target.framework.name, "variant": target.variant.name,
+                "runtime": s.runtime, "scenario": scenario, "driver": s.driver, "profile": plan.profile,
+                "concurrency": concurrency, "repeat": repeat, "warmup_s": plan.warmup_s,
+                "duration_s": plan.duration_s, "heap": s.heap, "server_cpus": s.server_cpus,
+                "loadgen_cpus": s.loadgen_cpus,
+                "startup_s": started.startup_s if started else None,
+                "rss_after_start_mb": started.rss_after_start_mb if started else None}
+
+    def fail_rest(rest, reason, started=None) -> int:
+        for sc, c in rest:
+            row = _failed_row(base(sc, c, started), reason)
+            store.add(row)
+            console.print(_result_line(row))
+            progress.advance(task)
+        return len(rest)
+
+    dead = infra[0].dead()
+    if dead:
+        console.print(f"[yellow]{', '.join(dead)} died: restarting the infrastructure[/]")
+        infra[0] = infra_mod.restart(infra[0])
+    progress.update(task, description=f"starting {target.id}")
+    try:
+        started = pipeline.start(target, infra[0].env(), store.run_id)
+    except TargetFailed as e:
+        return fail_rest(cells, e.reason)
+    failed = 0
+    try:
+        console.print(f"started {target.id} in {started.startup_s:.2f} s, RSS {started.rss_after_start_mb:.0f} MiB")
+        v = pipeline.verify(target)
+        (store.logs / f"verify-{target.id.replace(':', '-')}-r{repeat}.txt").write_text(
+            f"{'ok' if v.ok else v.reason}\nthreads: {v.threads}\nheaders: {v.headers}\n")
+        if not v.ok:
+            return fail_rest(cells, v.reason, started)
+        for i, (scenario, conc) in enumerate(cells):
+            progress.update(task, description=f"{target.id} {scenario} c={conc}")
+            try:
+                row = measure_cell(pipeline, started, plan, base(scenario, conc, started), scenario, conc)
+            except TargetFailed as e:
+                failed += fail_rest(cells[i:], e.reason, started)
+                break
+            except drivers.base.DriverFailed as e:
+                row = _failed_row(base(scenario, conc, started), f"load generator failed: {e}")
+            store.add(row)
+            failed += row["status"] != "ok"
+            console.print(_result_line(row))
+            progress.advance(task)
+    finally:
+        started.stop()
+    return failed
+
+
+def new_store(now: dt.datetime | None = None, root: Path = RESULTS_DIR) -> RunStore:
+    run_id = new_run_id(now or dt.datetime.now())
+    d = root / run_id
+    n = 1
+    while d.exists():
+        n += 1
+        d = root / f"{run_id}-{n}"
+    return RunStore(d)
+
+
+@contextlib.contextmanager
+def quiet_sigterm():
+    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,17 @@
+"""Where a target lives: a local process or a Docker container, behind one interface."""
+from __future__ import annotations
+
+from ..errors import UsageError
+from .base import LaunchSpec, Runtime, Server, Usage
+
+RUNTIMES = ("process",)
+
+
+def get(name: str) -> Runtime:
+    if name == "process":
+        from .process import ProcessRuntime
+        return ProcessRuntime()
+    raise UsageError(f"unknown runtime '{name}'; valid: {', '.join(RUNTIMES)}")
+
+
+__all__ = ["LaunchSpec", "Runtime", "Server", "Usage", "RUNTIMES", "get"]

@@ -1,0 +1,48 @@
+"""The process runtime: the target's JVM as a local process pinned with taskset."""
+from __future__ import annotations
+
+import os
+
+import psutil
+
+from ..jvm import command_line
+from ..procs import spawn, stop
+from .base import LaunchSpec, Runtime, Server, Usage
+
+
+class ProcessServer(Server):
+    def __init__(self, popen, log_path):
+        self._popen = popen
+        self.log_path = log_path
+        self._ps = psutil.Process(popen.pid)
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    def exit_code(self) -> int | None:
+        return self._popen.poll()
+
+    def usage(self) -> Usage | None:
+        try:
+            with self._ps.oneshot():
+                t = self._ps.cpu_times()
+                return Usage(cpu_s=t.user + t.system, rss_bytes=self._ps.memory_info().rss,
+                             threads=self._ps.num_threads())
+        except psutil.Error:
+            return None
+
+    def stop(self) -> None:
+        stop(self._popen, grace=15)
+
+
+class ProcessRuntime(Runtime):
+    name = "process"
+
+    def start(self, spec: LaunchSpec, java: str) -> Server:
+        argv = command_line(spec.target, java, spec.jvm_opts, str(spec.artifact))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("JAVA_TOOL", "_JAVA", "JDK_JAVA"))}
+        env.update(spec.env)
+        spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+        popen = spawn(argv, log_path=spec.log_path, cwd=spec.target.framework.path, env=env, cpus=spec.cpus)
+        return ProcessServer(popen, spec.log_path)
