@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -84,6 +85,7 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
     targets = _targets(framework, variant)
     logs = RESULTS_DIR / "verify" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     pipeline = runner.Pipeline(settings, logs, console)
+    pipeline.check_ports(targets, shared_infra=infra_mod.load_state() is not None)
     pipeline.build_all(targets)
     table = Table("target", "result", "startup s", "RSS MiB", "threads seen")
     failures: list[tuple[str, str]] = []
@@ -171,10 +173,10 @@ def _check_writable(root: Path) -> None:
 
 def _print_results(df) -> None:
     table = Table("target", "scenario", "conc", "rep", "rps", "p50 ms", "p99 ms", "errors", "cpu %", "RSS MiB",
-                  "threads", "GC ms", "flags / reason")
+                  "threads", "GC ms", "flags / reason", box=box.SIMPLE_HEAD, pad_edge=False)
     for col in table.columns:
         col.no_wrap = True
-    table.columns[-1].max_width = 48
+    table.columns[-1].max_width = 40
     for _, r in df.iterrows():
         cells = [r["target"], r["scenario"], str(r["concurrency"]), str(r["repeat"])]
         if r["status"] != "ok":
@@ -258,3 +260,7 @@ def main() -> None:
     except BenchError as e:
         Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False, soft_wrap=True)
         sys.exit(e.exit_code)
+
+
+if __name__ == "__main__":
+    main()

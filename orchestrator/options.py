@@ -50,7 +50,21 @@ def heap(value: str) -> str:
     return value.lower()
 
 
+def ephemeral_range() -> tuple[int, int]:
+    try:
+        lo, hi = open("/proc/sys/net/ipv4/ip_local_port_range").read().split()
+        return int(lo), int(hi)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def port(value: int, what: str) -> int:
+    """A listening port outside the ephemeral range: there, the load generator's or a probe's own
+    client sockets can take the port (a TCP self-connect), and the server then fails to bind."""
+    lo, hi = ephemeral_range()
     if not 1024 <= value <= 65534:
         raise UsageError(f"{what} {value} must be between 1024 and 65534")
+    if lo <= value <= hi:
+        raise UsageError(f"{what} {value} is in this machine's ephemeral port range {lo}-{hi}, where outgoing "
+                         f"connections may take it: choose one below {lo}")
     return value

@@ -92,23 +92,39 @@ def require_tool(name: str, how: str, extra_dirs: tuple[str, ...] = ("/usr/sbin"
     return found
 
 
+def listener_on(port: int) -> str | None:
+    """Who listens on TCP port (any address), as 'pid N (name)', 'an unknown process', or None."""
+    try:
+        conns = psutil.net_connections("tcp")
+    except (psutil.Error, OSError):
+        conns = []
+    for c in conns:
+        if c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN:
+            if c.pid:
+                try:
+                    return f"pid {c.pid} ({psutil.Process(c.pid).name()})"
+                except psutil.Error:
+                    pass
+            return "an unknown process"
+    return None
+
+
 def ensure_port_free(port: int, what: str) -> None:
-    """UsageError naming the owner when something already listens on 127.0.0.1:port."""
+    """UsageError naming the owner when something listens on the port.
+
+    Connections left over from a stopped or killed server (TIME_WAIT, FIN_WAIT) do not count:
+    servers bind with SO_REUSEADDR and can use the port at once.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
             return
         except OSError:
             pass
-    owner = ""
-    try:
-        for c in psutil.net_connections("tcp"):
-            if c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN and c.pid:
-                owner = f" by pid {c.pid} ({psutil.Process(c.pid).name()})"
-                break
-    except (psutil.Error, OSError):
-        pass
-    raise UsageError(f"port {port} for {what} is already in use{owner}: stop it or choose another port")
+    owner = listener_on(port)
+    if owner:
+        raise UsageError(f"port {port} for {what} is already in use by {owner}: stop it or choose another port")
 
 
 def log_tail(path: Path | None, lines: int = 15) -> str:

@@ -22,7 +22,7 @@ from . import RESULTS_DIR, drivers, runtimes
 from .build import build
 from .catalog import Framework, Target, discover, resolve
 from .checks import busy_processes, cell_flags, littles_law_ratio
-from .errors import TargetFailed
+from .errors import TargetFailed, UsageError
 from .hostinfo import git_commit, host_info, tool_versions
 from .httpclient import request
 from .jdk import Jdk, find_jdk
@@ -150,7 +150,10 @@ class Pipeline:
         fw = target.framework
         if fw.name in self.build_failures:
             raise TargetFailed(self.build_failures[fw.name])
-        ensure_port_free(port, target.id)
+        try:
+            ensure_port_free(port, target.id)
+        except UsageError as e:
+            raise TargetFailed(str(e)) from None
         s = self.settings
         spec = LaunchSpec(
             target=target, artifact=self.artifacts[fw.name], jvm_opts=jvm_options(target, s.heap, cpus),
@@ -187,6 +190,16 @@ class Pipeline:
             raise
         started.backend = backend
         return started
+
+    def check_ports(self, targets: list[Target], shared_infra: bool) -> None:
+        """Before anything starts: every port the run will listen on must be free (UsageError)."""
+        s = self.settings
+        ensure_port_free(s.port, "the target")
+        if any(t.framework.backend for t in targets):
+            ensure_port_free(s.port + 1, "the gateway's backend")
+        if not shared_infra:
+            ensure_port_free(s.redis_port, "Redis")
+            ensure_port_free(s.db_port, "MariaDB")
 
     def verify(self, target: Target) -> Verification:
         return verify(target, self.settings.port)
@@ -245,6 +258,7 @@ def execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | Non
     pipeline = Pipeline(s, store.logs, console)
     targets = [resolve(pipeline.catalog, t) for t in plan.targets]
     drivers.get(s.driver).check_installed()
+    pipeline.check_ports(targets, shared_infra=infra_mod.load_state() is not None)
     resumed = (store.dir / "run.json").exists()
     meta = store.meta() if resumed else {}
     if not resumed:

@@ -1,0 +1,66 @@
+"""The embedded infrastructure: real redis-server and mariadbd, seeded, on 127.0.0.1 only."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import psutil
+import pymysql
+import pytest
+import redis
+
+from orchestrator import infra
+
+
+@pytest.fixture
+def running():
+    i = infra.start(29380, 29307, cpus="0")
+    yield i
+    infra.stop(i)
+
+
+def listening_addresses(pids) -> set[str]:
+    addrs = set()
+    for c in psutil.net_connections("inet"):
+        if c.pid in pids and c.status == psutil.CONN_LISTEN:
+            addrs.add(c.laddr.ip)
+    return addrs
+
+
+def test_seeded_and_password_protected(running):
+    r = redis.Redis(host="127.0.0.1", port=29380, password=running.password)
+    assert r.mget("bench:1", "bench:2", "bench:3") == [b"value-1", b"value-2", b"value-3"]
+    with pytest.raises(redis.AuthenticationError):
+        redis.Redis(host="127.0.0.1", port=29380, password="wrong").ping()
+    env = running.env()
+    conn = pymysql.connect(host="127.0.0.1", port=29307, user=env["DB_USER"], password=env["DB_PASSWORD"],
+                           database=env["DB_NAME"])
+    with conn.cursor() as c:
+        c.execute("SELECT COUNT(*), MIN(id), MAX(id) FROM item")
+        assert c.fetchone() == (10000, 1, 10000)
+        c.execute("SELECT name, price FROM item WHERE id = 42")
+        name, price = c.fetchone()
+        assert name == "item-42" and float(price) == 10.5
+    conn.close()
+
+
+def test_listens_on_loopback_only(running):
+    assert listening_addresses(set(running.pids.values())) == {"127.0.0.1"}
+
+
+def test_password_not_on_any_command_line(running):
+    for pid in running.pids.values():
+        assert running.password not in " ".join(psutil.Process(pid).cmdline())
+
+
+def test_stop_leaves_nothing():
+    i = infra.start(29381, 29308, cpus="0")
+    pids, data = list(i.pids.values()), Path(i.data_dir)
+    infra.stop(i)
+    assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in pids)
+    assert not data.exists()
+
+
+def test_a_busy_port_is_a_clear_usage_error(running):
+    from orchestrator.errors import UsageError
+    with pytest.raises(UsageError, match="port 29380 for Redis is already in use by pid"):
+        infra.start(29380, 29309, cpus="0")

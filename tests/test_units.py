@@ -1,0 +1,97 @@
+"""The pure parts: wrk's Lua and JSON, the Little's-law flag, option parsing, JSON comparison."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from orchestrator import options
+from orchestrator.checks import cell_flags, littles_law_ratio
+from orchestrator.drivers.base import LoadResult
+from orchestrator.drivers.wrk import lua_string, parse_summary
+from orchestrator.errors import UsageError
+from orchestrator.jvm import cpu_count
+from orchestrator.verify import same_json
+
+WRK_DOC = {"requests": 123456, "duration_us": 10_000_000, "bytes": 9_876_543, "connect": 0, "read": 2,
+           "write": 0, "timeout": 1, "status": 5, "min": 80, "max": 45_000, "mean": 2_070.5, "stdev": 900.25,
+           "p50": 1_900, "p75": 2_400, "p90": 3_100, "p99": 8_000, "p99.9": 20_000}
+
+
+def test_wrk_summary_is_parsed_into_milliseconds():
+    r = parse_summary(WRK_DOC, loadgen_cpu_s=7.5)
+    assert r.requests == 123456 and r.duration_s == 10.0 and r.rps == 12345.6
+    assert (r.errors_read, r.errors_timeout, r.errors_status, r.errors) == (2, 1, 5, 3)
+    assert r.latency_min == 0.08 and r.latency_max == 45.0 and r.latency_mean == 2.0705
+    assert (r.latency_p50, r.latency_p90, r.latency_p99, r.latency_p999) == (1.9, 3.1, 8.0, 20.0)
+    assert r.loadgen_cpu_s == 7.5
+
+
+def test_wrk_summary_without_requests_has_no_latencies():
+    doc = {k: WRK_DOC[k] for k in ("requests", "duration_us", "bytes", "connect", "read", "write", "timeout", "status")}
+    doc["requests"] = 0
+    r = parse_summary(doc, 0.1)
+    assert r.rps == 0 and math.isnan(r.latency_p99)
+
+
+def test_lua_string_escapes_everything_but_printable_ascii():
+    assert lua_string('a"b\\c') == '"a\\034b\\092c"'
+    assert lua_string("é\n") == '"\\195\\169\\010"'
+
+
+def result(rps: float, mean_ms: float, **kw) -> LoadResult:
+    return LoadResult(requests=int(rps * 10), duration_s=10.0, latency_mean=mean_ms, **kw)
+
+
+def test_littles_law_holds_for_a_busy_closed_loop():
+    r = result(2560, 100.0)
+    assert littles_law_ratio(256, r) == pytest.approx(1.0)
+    assert "littles-law" not in cell_flags(256, r, 1)
+
+
+def test_littles_law_flags_idle_connections():
+    r = result(1000, 100.0)  # 100 requests in flight, but 256 connections open
+    assert littles_law_ratio(256, r) == pytest.approx(0.39, abs=0.01)
+    assert "littles-law" in cell_flags(256, r, 1)
+
+
+def test_other_flags():
+    r = result(1000, 64.0, loadgen_cpu_s=9.5, errors_timeout=3, errors_status=1)
+    assert set(cell_flags(64, r, 1, server_alive=False)) == {"loadgen-saturated", "socket-errors", "non-2xx",
+                                                            "server-died"}
+    assert cell_flags(64, result(1000, 64.0, loadgen_cpu_s=9.5), 2) == []
+    assert "few-requests" in cell_flags(1, LoadResult(requests=5, duration_s=1, latency_mean=200), 1)
+
+
+@pytest.mark.parametrize("value,seconds", [("10s", 10), ("500ms", 0.5), ("2m", 120), ("3", 3), ("1.5s", 1.5)])
+def test_durations(value, seconds):
+    assert options.duration(value, "--duration") == seconds
+
+
+@pytest.mark.parametrize("call", [
+    lambda: options.duration("0s", "--duration"), lambda: options.duration("-1s", "--duration"),
+    lambda: options.duration("ten", "--duration"), lambda: options.positive_ints("0", "-c"),
+    lambda: options.positive_ints("64,x", "-c"), lambda: options.positive_ints("-5", "-c"),
+    lambda: options.cpu_list("7", "--server-cpus"), lambda: options.cpu_list("1-0", "--server-cpus"),
+    lambda: options.cpu_list("a", "--server-cpus"), lambda: options.heap("512"), lambda: options.port(80, "--port"), lambda: options.port(40000, "--port"),
+])
+def test_bad_values_are_usage_errors(call):
+    with pytest.raises(UsageError):
+        call()
+
+
+def test_zero_warmup_is_allowed():
+    assert options.duration("0s", "--warmup", allow_zero=True) == 0
+
+
+def test_cpu_count():
+    assert cpu_count("1") == 1 and cpu_count("0-1") == 2 and cpu_count("0,2-3") == 3
+
+
+def test_json_comparison_treats_numbers_as_numbers():
+    assert same_json({"price": 10.50, "id": 42}, {"id": 42, "price": 10.5})
+    assert same_json([1, 2.0], [1.0, 2])
+    assert not same_json({"price": 10.51}, {"price": 10.5})
+    assert not same_json({"a": 1, "b": 2}, {"a": 1})
+    assert not same_json(["1"], [1])
+    assert not same_json(True, 1)
