@@ -115,7 +115,7 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
 
 def thread_kinds(names) -> str:
     """Distinct thread pools from X-Thread values: numbers dropped, so 'exec-1' and 'exec-7' are one."""
-    return ", ".join(sorted({re.sub(r"\d+", "N", n) for n in names}))
+    return escape(", ".join(sorted({re.sub(r"\d+", "N", n) for n in names})))
 
 
 @app.command()

@@ -28,7 +28,6 @@ inline fun <T> work(report: String?, block: () -> T): Done<T> {
 fun <T : Any> reply(done: Done<T>, status: HttpStatus = HttpStatus.OK): ResponseEntity<T> {
     val response = ResponseEntity.status(status)
     if (done.thread != null) response.header(THREAD, done.thread)
-    response.header("X-Reply-Thread", Thread.currentThread().toString()) // TEMP
     return response.body(done.value)
 }
 
