@@ -13,7 +13,7 @@ import io.vertx.mutiny.sqlclient.Pool;
 import io.vertx.mutiny.sqlclient.Row;
 import io.vertx.mutiny.sqlclient.RowIterator;
 import io.vertx.mutiny.sqlclient.Tuple;
-import io.vertx.mysqlclient.MySQLClient;
+import io.vertx.mutiny.mysqlclient.MySQLClient;
 import jakarta.inject.Singleton;
 
 /** Redis and MariaDB for the reactive endpoints: each Uni completes on the event loop of the request. */
