@@ -1,6 +1,7 @@
 package bench.ktor
 
 import io.ktor.server.application.Application
+import io.ktor.server.application.ApplicationStopped
 import io.ktor.server.cio.CIO
 import io.ktor.server.engine.ApplicationEngine
 import io.ktor.server.engine.ApplicationEngineFactory
@@ -32,7 +33,7 @@ private fun <E : ApplicationEngine, C : ApplicationEngine.Configuration> serve(
 private fun Application.benchModule(settings: Settings) {
     val redis = RedisValues(settings)
     val items = ItemRepository(settings)
-    monitor.subscribe(io.ktor.server.application.ApplicationStopped) {
+    monitor.subscribe(ApplicationStopped) {
         items.close()
         redis.close()
     }

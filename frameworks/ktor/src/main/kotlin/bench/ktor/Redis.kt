@@ -19,7 +19,7 @@ class RedisValues(settings: Settings) : AutoCloseable {
         RedisURI.builder()
             .withHost(settings.redisHost)
             .withPort(settings.redisPort)
-            .withPassword(settings.redisPassword.toCharArray())
+            .apply { if (settings.redisPassword.isNotEmpty()) withPassword(settings.redisPassword.toCharArray()) }
             .build()
     )
     private val connection = client.connect()
