@@ -34,6 +34,11 @@ def stray_processes() -> list[psutil.Process]:
 
 def clean_leftovers() -> list[str]:
     removed = []
+    try:
+        from .runtimes.docker import remove_orphans
+        removed += remove_orphans()
+    except Exception:  # noqa: BLE001 - no engine or no SDK: there are no containers to remove
+        pass
     for p in stray_processes():
         try:
             desc = f"process {p.pid} ({' '.join(p.cmdline())[:80]})"

@@ -15,13 +15,15 @@ from rich.table import Table
 
 from . import RESULTS_DIR, infra as infra_mod, options, results, runner
 from .catalog import discover, select
-from .errors import BenchError, TargetFailed
+from .errors import BenchError, TargetFailed, UsageError
 from .scenarios import SCENARIOS, parse_list
 
 app = typer.Typer(help="Build, start, verify and load JVM web frameworks; store tidy results.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 infra_app = typer.Typer(help="Redis and MariaDB for the targets.", no_args_is_help=True)
 app.add_typer(infra_app, name="infra")
+images_app = typer.Typer(help="Docker images: local base images and one per framework.", no_args_is_help=True)
+app.add_typer(images_app, name="images")
 # Piped output (CI logs, files) gets lines long enough for a result line instead of 80 columns.
 console = Console(width=None if sys.stdout.isatty() else 160)
 
@@ -33,6 +35,9 @@ HeapOpt = typer.Option("512m", "--heap", help="JVM heap, -Xms = -Xmx.")
 PortOpt = typer.Option(8080, "--port", help="Port of the target (a gateway's backend gets port + 1).")
 RedisPortOpt = typer.Option(16379, "--redis-port", help="Port of the run's Redis.")
 DbPortOpt = typer.Option(13306, "--db-port", help="Port of the run's MariaDB.")
+RuntimeOpt = typer.Option("process", "--runtime", help="Where targets and infrastructure run: process or docker.")
+MemoryOpt = typer.Option("1g", "--memory", help="docker: the memory limit of a target's container (swap included).")
+OfflineOpt = typer.Option(False, "--offline", help="docker: never try to pull; bootstrap missing base images locally.")
 
 
 def _targets(framework: Optional[str], variant: Optional[str]):
@@ -42,8 +47,13 @@ def _targets(framework: Optional[str], variant: Optional[str]):
     return select(catalog, frameworks, variants)
 
 
-def _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port) -> runner.Settings:
-    return runner.Settings(server_cpus=options.cpu_list(server_cpus, "--server-cpus"),
+def _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime="process", memory="1g",
+              offline=False) -> runner.Settings:
+    from .runtimes import RUNTIMES
+    if runtime not in RUNTIMES:
+        raise UsageError(f"unknown runtime '{runtime}'; valid: {', '.join(RUNTIMES)}") from None
+    return runner.Settings(runtime=runtime, memory=options.memory(memory), offline=offline,
+                           server_cpus=options.cpu_list(server_cpus, "--server-cpus"),
                            loadgen_cpus=options.cpu_list(loadgen_cpus, "--loadgen-cpus"),
                            heap=options.heap(heap), port=options.port(port, "--port"),
                            redis_port=options.port(redis_port, "--redis-port"),
@@ -79,9 +89,10 @@ def build(framework: Optional[str] = FrameworkOpt,
 @app.command("verify")
 def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = VariantOpt,
                server_cpus: str = ServerCpus, loadgen_cpus: str = LoadgenCpus, heap: str = HeapOpt,
-               port: int = PortOpt, redis_port: int = RedisPortOpt, db_port: int = DbPortOpt) -> None:
+               port: int = PortOpt, redis_port: int = RedisPortOpt, db_port: int = DbPortOpt,
+               runtime: str = RuntimeOpt, memory: str = MemoryOpt, offline: bool = OfflineOpt) -> None:
     """Start each target and check every scenario against the contract (no load)."""
-    settings = _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port)
+    settings = _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime, memory, offline)
     targets = _targets(framework, variant)
     logs = RESULTS_DIR / "verify" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     pipeline = runner.Pipeline(settings, logs, console)
@@ -89,7 +100,9 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
     pipeline.build_all(targets)
     table = Table("target", "result", "startup s", "RSS MiB", "threads seen")
     failures: list[tuple[str, str]] = []
-    with runner.quiet_sigterm(), infra_mod.for_run(settings.redis_port, settings.db_port, settings.loadgen_cpus) as infra:
+    for leftover in pipeline.runtime.cleanup_leftovers():
+        console.print(f"[yellow]removed a leftover of an earlier run:[/] {leftover}")
+    with runner.quiet_sigterm(), pipeline.infra() as infra:
         for t in targets:
             try:
                 started = pipeline.start(t, infra[0].env(), "verify")
@@ -129,6 +142,7 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
         resume: Optional[str] = typer.Option(None, "--resume", help="Continue this run id with its own plan."),
         server_cpus: str = ServerCpus, loadgen_cpus: str = LoadgenCpus, heap: str = HeapOpt,
         port: int = PortOpt, redis_port: int = RedisPortOpt, db_port: int = DbPortOpt,
+        runtime: str = RuntimeOpt, memory: str = MemoryOpt, offline: bool = OfflineOpt,
         timeout: str = typer.Option("30s", "--timeout", help="Per-request timeout of the load generator."),
         results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir", help="Where run folders go.")) -> None:
     """Build, verify and measure targets; every finished cell is stored at once."""
@@ -137,10 +151,10 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
         plan = runner.Plan.from_dict(store.meta()["plan"])
         console.print(f"resuming {store.run_id}: {len(store.rows)} cells already measured")
     else:
-        settings = _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port)
+        settings = _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime, memory, offline)
         settings.request_timeout_s = options.duration(timeout, "--timeout")
         if repeat < 1:
-            raise BenchError("--repeat must be 1 or more") from None
+            raise UsageError("--repeat must be 1 or more")
         targets = _targets(framework, variant)
         plan = runner.Plan(targets=[t.id for t in targets],
                            scenarios=parse_list(scenario, list(SCENARIOS), "scenario"),
@@ -208,13 +222,21 @@ def results_cmd(run_id: Optional[str] = typer.Argument(None, help="Run id (defau
 
 
 @infra_app.command("up")
-def infra_up(loadgen_cpus: str = LoadgenCpus, redis_port: int = RedisPortOpt, db_port: int = DbPortOpt) -> None:
+def infra_up(loadgen_cpus: str = LoadgenCpus, redis_port: int = RedisPortOpt, db_port: int = DbPortOpt,
+             runtime: str = RuntimeOpt, offline: bool = OfflineOpt) -> None:
     """Start Redis and MariaDB and leave them running for later commands."""
     if infra_mod.load_state():
         console.print("infrastructure is already up (`bench infra status`)")
         return
-    infra = infra_mod.start(options.port(redis_port, "--redis-port"), options.port(db_port, "--db-port"),
-                            options.cpu_list(loadgen_cpus, "--loadgen-cpus"), outlive=True)
+    settings = _settings("1", loadgen_cpus, "512m", 8080, redis_port, db_port, runtime, "1g", offline)
+    images = {}
+    if runtime == "docker":
+        from . import images as images_mod
+        from .jdk import find_jdk
+        bases = images_mod.bases(find_jdk(), offline, console.print)
+        images = {"redis": bases.redis, "mariadb": bases.mariadb}
+    infra = infra_mod.start(settings.redis_port, settings.db_port, settings.loadgen_cpus, outlive=True,
+                            runtime=runtime, images=images)
     infra_mod.save_state(infra)
     console.print(f"Redis on 127.0.0.1:{infra.redis_port}, MariaDB on 127.0.0.1:{infra.db_port} "
                   f"(seeded; data in {infra.data_dir}); stop with `bench infra down`")
@@ -239,8 +261,27 @@ def infra_status() -> None:
     if infra is None:
         console.print("down")
         raise typer.Exit(1)
-    console.print(f"up: Redis 127.0.0.1:{infra.redis_port} (pid {infra.pids.get('redis')}), "
+    console.print(f"up ({infra.runtime}): Redis 127.0.0.1:{infra.redis_port} (pid {infra.pids.get('redis')}), "
                   f"MariaDB 127.0.0.1:{infra.db_port} (pid {infra.pids.get('mariadb')}), data {infra.data_dir}")
+
+
+@images_app.command("bootstrap")
+def images_bootstrap(offline: bool = OfflineOpt) -> None:
+    """Make the base images that are missing (Debian by debootstrap, a JRE by jlink, Redis, MariaDB)."""
+    from . import images
+    from .jdk import find_jdk
+    bases = images.bases(find_jdk(), offline, console.print)
+    console.print(f"bases: {bases.debian}, {bases.jre}, {bases.redis}, {bases.mariadb}")
+
+
+@images_app.command("list")
+def images_list() -> None:
+    """The images bench made or uses: size and how each was made."""
+    from . import images
+    table = Table("image", "MB", "created", "made by", box=box.SIMPLE_HEAD)
+    for r in images.listing():
+        table.add_row(r["tag"], f"{r['size_mb']:.0f}", r["created"], r["made_by"])
+    console.print(table)
 
 
 @app.command()

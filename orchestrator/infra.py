@@ -1,4 +1,4 @@
-"""Shared infrastructure: Redis and MariaDB as local processes from Debian's packages.
+"""Shared infrastructure: Redis and MariaDB from Debian's packages, as local processes or containers.
 
 Each start gets fresh data directories under /tmp, ports on 127.0.0.1 only, and a generated
 password that travels only through the targets' environment (and, for `bench infra up`, a
@@ -36,8 +36,10 @@ class Infra:
     password: str
     data_dir: str
     cpus: str | None = None
-    pids: dict[str, int] = field(default_factory=dict)
+    pids: dict[str, int] = field(default_factory=dict)        # host PIDs, also of containers' servers
     runtime: str = "process"
+    containers: dict[str, str] = field(default_factory=dict)  # docker runtime: container ids
+    images: dict[str, str] = field(default_factory=dict)      # docker runtime: redis, mariadb images
 
     def env(self) -> dict[str, str]:
         """The contract's environment for a target."""
@@ -51,8 +53,72 @@ class Infra:
 
     def dead(self) -> list[str]:
         """Names of the servers that no longer run."""
-        return [name for name, pid in self.pids.items() if not psutil.pid_exists(pid)
-                or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE]
+        return [name for name, pid in self.pids.items() if not _alive(pid)]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+class _Processes:
+    """Servers as local processes."""
+    as_root = os.geteuid() == 0
+
+    def __init__(self, infra: Infra, outlive: bool):
+        self.infra, self.outlive = infra, outlive
+
+    def run_once(self, name: str, argv: list[str], log: Path) -> int:
+        import subprocess
+        with open(log, "ab") as out:
+            return subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
+
+    def start(self, name: str, argv: list[str], log: Path):
+        proc = spawn(argv, log_path=log, cpus=self.infra.cpus, outlive_parent=self.outlive)
+        self.infra.pids[name] = proc.pid
+        return lambda: proc.poll() is not None
+
+
+class _Containers:
+    """Servers as containers: host network, the data directory mounted at the same path, a non-root user."""
+    as_root = False
+    USER = "10001:10001"
+
+    def __init__(self, infra: Infra, outlive: bool):
+        from .docker_engine import client
+        self.infra, self.client = infra, client()
+        self.labels = {"bench.owner": "infra-up" if outlive else str(os.getpid()), "bench.infra": infra.data_dir}
+        os.chown(infra.data_dir, 10001, 10001)
+
+    def _kwargs(self) -> dict:
+        d = self.infra.data_dir
+        return dict(network_mode="host", user=self.USER, volumes={d: {"bind": d, "mode": "rw"}},
+                    cpuset_cpus=self.infra.cpus, labels=self.labels)
+
+    def run_once(self, name: str, argv: list[str], log: Path) -> int:
+        c = self.client.containers.run(self.infra.images[name], argv, detach=True, **self._kwargs())
+        code = c.wait().get("StatusCode", 1)
+        with open(log, "ab") as out:
+            out.write(c.logs())
+        c.remove(force=True)
+        return code
+
+    def start(self, name: str, argv: list[str], log: Path):
+        c = self.client.containers.run(self.infra.images[name], argv, detach=True, name=f"bench-{name}-{os.getpid()}-"
+                                       f"{Path(self.infra.data_dir).name[-8:]}", **self._kwargs())
+        c.reload()
+        self.infra.containers[name] = c.id
+        self.infra.pids[name] = c.attrs["State"]["Pid"]
+
+        def exited() -> bool:
+            c.reload()
+            if c.status != "running":
+                log.write_bytes(c.logs())
+                return True
+            return False
+        return exited
 
 
 def _wait_for(check, what: str, log: Path, timeout: float = 60.0):
@@ -67,39 +133,38 @@ def _wait_for(check, what: str, log: Path, timeout: float = 60.0):
     raise BenchError(f"{what} did not become ready in {timeout:.0f} s ({last}); last lines of {log}:\n{log_tail(log)}")
 
 
-def _start_redis(infra: Infra, outlive: bool) -> None:
-    exe = require_tool("redis-server", APT_LINE)
+def _start_redis(infra: Infra, launcher) -> None:
+    exe = "redis-server" if infra.runtime == "docker" else require_tool("redis-server", APT_LINE)
     d = Path(infra.data_dir)
     conf = d / "redis.conf"
     # The password goes in a 0600 file, not on the command line where `ps` would show it.
     conf.write_text(f"port {infra.redis_port}\nbind 127.0.0.1\nprotected-mode yes\ndir {d}\nsave \"\"\n"
                     f"appendonly no\nrequirepass {infra.password}\n")
     conf.chmod(0o600)
+    if infra.runtime == "docker":
+        os.chown(conf, 10001, 10001)
     log = d / "redis.log"
-    proc = spawn([exe, str(conf)], log_path=log, cpus=infra.cpus, outlive_parent=outlive)
-    infra.pids["redis"] = proc.pid
+    exited = launcher.start("redis", [exe, str(conf)], log)
 
     def seeded():
         import redis
-        if proc.poll() is not None:
-            raise BenchError(f"redis-server exited with {proc.returncode}")
+        if exited():
+            raise BenchError("redis-server exited")
         r = redis.Redis(host="127.0.0.1", port=infra.redis_port, password=infra.password, socket_timeout=2)
         r.mset(REDIS_SEED)
         r.close()
     _wait_for(seeded, "Redis", log, 20)
 
 
-def _start_mariadb(infra: Infra, outlive: bool) -> None:
-    install_db = require_tool("mariadb-install-db", APT_LINE)
-    server = require_tool("mariadbd", APT_LINE)
+def _start_mariadb(infra: Infra, launcher) -> None:
+    docker = infra.runtime == "docker"
+    install_db = "mariadb-install-db" if docker else require_tool("mariadb-install-db", APT_LINE)
+    server = "mariadbd" if docker else require_tool("mariadbd", APT_LINE)
     d = Path(infra.data_dir)
     datadir = d / "mariadb"
     log = d / "mariadb.log"
-    with open(log, "wb") as out:
-        import subprocess
-        rc = subprocess.run([install_db, "--no-defaults", f"--datadir={datadir}",
-                             "--auth-root-authentication-method=normal", "--skip-test-db"],
-                            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
+    rc = launcher.run_once("mariadb", [install_db, "--no-defaults", f"--datadir={datadir}",
+                            "--auth-root-authentication-method=normal", "--skip-test-db"], log)
     if rc != 0:
         raise BenchError(f"mariadb-install-db failed (exit {rc}); last lines of {log}:\n{log_tail(log)}")
     argv = [server, "--no-defaults", f"--datadir={datadir}", f"--socket={infra.socket}",
@@ -108,15 +173,14 @@ def _start_mariadb(infra: Infra, outlive: bool) -> None:
             # Commits are written to the log at once but flushed to disk once a second: the
             # db-write scenario then measures the framework and the database, not the disk.
             "--innodb-flush-log-at-trx-commit=2", "--innodb-buffer-pool-size=256M"]
-    if os.geteuid() == 0:
+    if launcher.as_root:
         argv.append("--user=root")  # mariadbd refuses to run as root without it
-    proc = spawn(argv, log_path=log, cpus=infra.cpus, outlive_parent=outlive)
-    infra.pids["mariadb"] = proc.pid
+    exited = launcher.start("mariadb", argv, log)
 
     def seeded():
         import pymysql
-        if proc.poll() is not None:
-            raise BenchError(f"mariadbd exited with {proc.returncode}")
+        if exited():
+            raise BenchError("mariadbd exited")
         conn = pymysql.connect(unix_socket=infra.socket, user="root", connect_timeout=2, autocommit=True)
         with conn.cursor() as c:
             c.execute(f"CREATE DATABASE IF NOT EXISTS {DB_NAME}")
@@ -133,15 +197,18 @@ def _start_mariadb(infra: Infra, outlive: bool) -> None:
     _wait_for(seeded, "MariaDB", log, 60)
 
 
-def start(redis_port: int, db_port: int, cpus: str | None, outlive: bool = False) -> Infra:
-    """Start and seed Redis and MariaDB; on any failure, stop what was started."""
+def start(redis_port: int, db_port: int, cpus: str | None, outlive: bool = False,
+          runtime: str = "process", images: dict[str, str] | None = None) -> Infra:
+    """Start and seed Redis and MariaDB (processes, or containers of `images`); on failure, stop them."""
     ensure_port_free(redis_port, "Redis")
     ensure_port_free(db_port, "MariaDB")
     infra = Infra(redis_port=redis_port, db_port=db_port, password=secrets.token_urlsafe(18),
-                  data_dir=tempfile.mkdtemp(prefix="bench-infra-"), cpus=cpus)
+                  data_dir=tempfile.mkdtemp(prefix="bench-infra-"), cpus=cpus, runtime=runtime,
+                  images=dict(images or {}))
+    launcher = (_Containers if runtime == "docker" else _Processes)(infra, outlive)
     try:
-        _start_redis(infra, outlive)
-        _start_mariadb(infra, outlive)
+        _start_redis(infra, launcher)
+        _start_mariadb(infra, launcher)
     except BaseException:
         stop(infra)
         raise
@@ -149,8 +216,17 @@ def start(redis_port: int, db_port: int, cpus: str | None, outlive: bool = False
 
 
 def stop(infra: Infra) -> None:
-    for pid in infra.pids.values():
-        stop_pid(pid, grace=10)
+    if infra.containers:
+        from .docker_engine import client
+        for cid in infra.containers.values():
+            try:
+                client().containers.get(cid).remove(force=True)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        infra.containers.clear()
+    else:
+        for pid in infra.pids.values():
+            stop_pid(pid, grace=10)
     infra.pids.clear()
     shutil.rmtree(infra.data_dir, ignore_errors=True)
 
@@ -158,7 +234,7 @@ def stop(infra: Infra) -> None:
 def restart(infra: Infra) -> Infra:
     """Replace a dead or half-dead infrastructure with a fresh one on the same ports."""
     stop(infra)
-    return start(infra.redis_port, infra.db_port, infra.cpus)
+    return start(infra.redis_port, infra.db_port, infra.cpus, runtime=infra.runtime, images=infra.images)
 
 
 # --- `bench infra up|down|status`: infrastructure that outlives one command ---
@@ -193,7 +269,8 @@ def clear_state() -> None:
 
 
 @contextlib.contextmanager
-def for_run(redis_port: int, db_port: int, cpus: str | None):
+def for_run(redis_port: int, db_port: int, cpus: str | None, runtime: str = "process",
+            images: dict[str, str] | None = None):
     """The infrastructure a run uses: the one `bench infra up` started, or its own, stopped at the end.
 
     Yields a one-element list so that a run can swap in a restarted infrastructure.
@@ -202,7 +279,7 @@ def for_run(redis_port: int, db_port: int, cpus: str | None):
     if shared is not None:
         yield [shared]
         return
-    holder = [start(redis_port, db_port, cpus)]
+    holder = [start(redis_port, db_port, cpus, runtime=runtime, images=images)]
     try:
         yield holder
     finally:

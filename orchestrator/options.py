@@ -44,6 +44,12 @@ def cpu_list(value: str, what: str) -> str:
     return value
 
 
+def memory(value: str) -> str:
+    if not re.fullmatch(r"[1-9]\d*[mMgG]", value or ""):
+        raise UsageError(f"--memory '{value}' must look like 768m or 2g")
+    return value.lower()
+
+
 def heap(value: str) -> str:
     if not re.fullmatch(r"[1-9]\d*[mMgG]", value or ""):
         raise UsageError(f"--heap '{value}' must look like 512m or 2g")

@@ -39,6 +39,7 @@ SCHEMA = pa.schema([
     ("latency_p99_ms", pa.float64()), ("latency_p999_ms", pa.float64()), ("latency_max_ms", pa.float64()),
     ("server_cpu_s", pa.float64()), ("server_cpu_pct", pa.float64()),
     ("server_peak_rss_mb", pa.float64()), ("server_peak_threads", pa.int64()),
+    ("container_peak_mem_mb", pa.float64()),
     ("gc_count", pa.int64()), ("gc_time_ms", pa.float64()), ("gc_collector", pa.string()),
     ("startup_s", pa.float64()), ("rss_after_start_mb", pa.float64()),
     ("loadgen_cpu_pct", pa.float64()), ("littles_ratio", pa.float64()), ("flags", pa.string()),

@@ -22,7 +22,7 @@ from . import RESULTS_DIR, drivers, runtimes
 from .build import build
 from .catalog import Framework, Target, discover, resolve
 from .checks import busy_processes, cell_flags, littles_law_ratio
-from .errors import TargetFailed, UsageError
+from .errors import BenchError, TargetFailed, UsageError
 from .hostinfo import git_commit, host_info, tool_versions
 from .httpclient import request
 from .jdk import Jdk, find_jdk
@@ -48,6 +48,8 @@ class Settings:
     db_port: int = 13306
     db_pool_size: int = 16
     runtime: str = "process"
+    memory: str = "1g"                 # docker runtime: the container's limit (swap included)
+    offline: bool = False              # docker runtime: never try to pull base images
     driver: str = "wrk"
     start_timeout_s: float = 120.0
     request_timeout_s: float = 30.0
@@ -119,11 +121,12 @@ class Pipeline:
         self.logs = logs
         self.console = console
         self.catalog = discover()
-        self.runtime: Runtime = runtimes.get(settings.runtime)
+        self.runtime: Runtime = runtimes.get(settings.runtime, settings.memory)
         self.jdk: Jdk = find_jdk()
         self.artifacts: dict[str, Path] = {}
         self.build_failures: dict[str, str] = {}
         self.build_times: dict[str, float | None] = {}
+        self.infra_images: dict[str, str] = {}
 
     def frameworks_for(self, targets: list[Target]) -> list[Framework]:
         names = []
@@ -145,6 +148,25 @@ class Pipeline:
                 except TargetFailed as e:
                     self.build_failures[fw.name] = e.reason
                     self.console.print(f"[red]build failed[/] {fw.name}: {e.reason.splitlines()[0]}")
+        if self.settings.runtime == "docker":
+            self.build_images()
+
+    def build_images(self) -> None:
+        """Images for the docker runtime: the bases (bootstrapped once), then one per built artifact."""
+        from . import images
+        log = lambda msg: self.console.print(msg)  # noqa: E731
+        bases = images.bases(self.jdk, self.settings.offline, log)
+        self.infra_images = {"redis": bases.redis, "mariadb": bases.mariadb}
+        for name, artifact in self.artifacts.items():
+            try:
+                self.runtime.images[name] = images.framework_image(self.catalog[name], bases.jre, log)
+            except BenchError as e:
+                self.build_failures[name] = f"image build failed: {e}"
+                self.console.print(f"[red]image build failed[/] {name}: {str(e).splitlines()[0]}")
+
+    def infra(self):
+        s = self.settings
+        return infra_mod.for_run(s.redis_port, s.db_port, s.loadgen_cpus, runtime=s.runtime, images=self.infra_images)
 
     def _launch(self, target: Target, port: int, cpus: str, env: dict[str, str], run_id: str) -> Started:
         fw = target.framework
@@ -163,7 +185,7 @@ class Pipeline:
             log_path=self.logs / f"{target.id.replace(':', '-')}-{run_id}.log",
             labels={"bench.run": run_id, "bench.target": target.id})
         t0 = time.monotonic()
-        server = self.runtime.start(spec, self.jdk.java if self.runtime.name == "process" else "java")
+        server = self.runtime.start(spec, self.jdk.java)
         try:
             startup = wait_ready(server, port, fw.health_path, s.start_timeout_s, t0)
             usage = server.usage()
@@ -244,6 +266,7 @@ def measure_cell(pipeline: Pipeline, started: Started, plan: Plan, base: dict, s
            ("min", "mean", "stdev", "p50", "p75", "p90", "p99", "p999", "max")},
         "server_cpu_s": smp.cpu_s, "server_cpu_pct": 100.0 * smp.cpu_s / result.duration_s if result.duration_s else None,
         "server_peak_rss_mb": smp.peak_rss_bytes / MiB, "server_peak_threads": smp.peak_threads,
+        "container_peak_mem_mb": smp.peak_container_mem_bytes / MiB if smp.peak_container_mem_bytes else None,
         "gc_count": smp.gc_count, "gc_time_ms": smp.gc_time_s * 1000 if smp.gc_time_s is not None else None,
         "gc_collector": smp.collector,
         "loadgen_cpu_pct": 100.0 * result.loadgen_cpu_s / result.duration_s if result.duration_s else None,
@@ -258,6 +281,8 @@ def execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | Non
     pipeline = Pipeline(s, store.logs, console)
     targets = [resolve(pipeline.catalog, t) for t in plan.targets]
     drivers.get(s.driver).check_installed()
+    for leftover in pipeline.runtime.cleanup_leftovers():
+        console.print(f"[yellow]removed a leftover of an earlier run:[/] {leftover}")
     pipeline.check_ports(targets, shared_infra=infra_mod.load_state() is not None)
     resumed = (store.dir / "run.json").exists()
     meta = store.meta() if resumed else {}
@@ -281,7 +306,7 @@ def execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | Non
         if not todo:
             console.print("nothing to do: every cell of this run is measured")
             return 0
-        with infra_mod.for_run(s.redis_port, s.db_port, s.loadgen_cpus) as infra, Progress(
+        with pipeline.infra() as infra, Progress(
                 TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                 TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True) as progress:
             task = progress.add_task("starting", total=len(todo))

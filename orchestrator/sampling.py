@@ -16,6 +16,7 @@ class ServerSample:
     cpu_s: float = float("nan")
     peak_rss_bytes: int = 0
     peak_threads: int = 0
+    peak_container_mem_bytes: int | None = None
     gc_count: int | None = None
     gc_time_s: float | None = None
     collector: str = ""
@@ -37,6 +38,8 @@ class Sampler:
         self._last_cpu = u.cpu_s
         self.result.peak_rss_bytes = max(self.result.peak_rss_bytes, u.rss_bytes)
         self.result.peak_threads = max(self.result.peak_threads, u.threads)
+        if u.container_mem_bytes is not None:
+            self.result.peak_container_mem_bytes = max(self.result.peak_container_mem_bytes or 0, u.container_mem_bytes)
 
     def _loop(self) -> None:
         while not self._stop.wait(INTERVAL_S):

@@ -4,13 +4,16 @@ from __future__ import annotations
 from ..errors import UsageError
 from .base import LaunchSpec, Runtime, Server, Usage
 
-RUNTIMES = ("process",)
+RUNTIMES = ("process", "docker")
 
 
-def get(name: str) -> Runtime:
+def get(name: str, memory: str = "1g") -> Runtime:
     if name == "process":
         from .process import ProcessRuntime
         return ProcessRuntime()
+    if name == "docker":
+        from .docker import DockerRuntime
+        return DockerRuntime(memory)
     raise UsageError(f"unknown runtime '{name}'; valid: {', '.join(RUNTIMES)}")
 
 

@@ -23,10 +23,12 @@ class LaunchSpec:
 
 @dataclass(frozen=True)
 class Usage:
-    """Cumulative CPU seconds, current RSS bytes and OS threads of a server at one instant."""
+    """Cumulative CPU seconds, current RSS bytes and OS threads of a server at one instant, and for
+    a container the memory its limit counts (stats API), which includes page cache."""
     cpu_s: float
     rss_bytes: int
     threads: int
+    container_mem_bytes: int | None = None
 
 
 class Server(abc.ABC):
@@ -57,7 +59,8 @@ class Runtime(abc.ABC):
 
     @abc.abstractmethod
     def start(self, spec: LaunchSpec, java: str) -> Server:
-        """Start the target; readiness is polled by the caller."""
+        """Start the target; readiness is polled by the caller. `java` is the host JDK's launcher
+        (a container uses its image's own)."""
 
     def cleanup_leftovers(self) -> list[str]:
         """Remove what an earlier, crashed run of this runtime left; returns what was removed."""

@@ -1,0 +1,32 @@
+package bench.webflux
+
+import bench.shared.Item
+import bench.shared.NewItem
+import bench.shared.Primes
+import bench.shared.Slept
+import bench.shared.countPrimes
+import org.springframework.context.annotation.Profile
+import org.springframework.data.redis.core.StringRedisTemplate
+import org.springframework.stereotype.Component
+
+/**
+ * The scenarios written blocking-style, for the variants that run them on virtual threads
+ * (`virtual`, `coroutines-virtual`): the thread really sleeps and really waits for Redis and JDBC.
+ */
+@Component
+@Profile("virtual | coroutines-virtual")
+class BlockingWork(private val redis: StringRedisTemplate, private val items: JdbcItems) {
+
+    fun sleep(ms: Long): Slept {
+        Thread.sleep(ms)
+        return Slept(ms)
+    }
+
+    fun primes(n: Int) = Primes(n, countPrimes(n))
+
+    fun redisValues(): List<String?> = redis.opsForValue().multiGet(REDIS_KEYS)!!
+
+    fun find(id: Int): Item? = items.find(id)
+
+    fun insert(item: NewItem): Long = items.insert(item)
+}

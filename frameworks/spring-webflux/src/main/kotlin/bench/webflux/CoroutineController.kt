@@ -1,0 +1,75 @@
+package bench.webflux
+
+import bench.shared.Created
+import bench.shared.Item
+import bench.shared.Message
+import bench.shared.NewItem
+import bench.shared.Primes
+import bench.shared.Slept
+import bench.shared.countPrimes
+import kotlinx.coroutines.delay
+import kotlinx.coroutines.reactor.awaitSingle
+import kotlinx.coroutines.reactor.awaitSingleOrNull
+import org.springframework.context.annotation.Profile
+import org.springframework.data.redis.core.ReactiveStringRedisTemplate
+import org.springframework.data.redis.core.multiGetAndAwait
+import org.springframework.http.MediaType
+import org.springframework.http.ResponseEntity
+import org.springframework.web.bind.annotation.GetMapping
+import org.springframework.web.bind.annotation.PostMapping
+import org.springframework.web.bind.annotation.RequestBody
+import org.springframework.web.bind.annotation.RequestParam
+import org.springframework.web.bind.annotation.RestController
+import org.springframework.web.server.ServerWebExchange
+
+/**
+ * Suspend handlers (`coroutines`). WebFlux starts them on the Netty event loop with
+ * Dispatchers.Unconfined, so they continue on whichever thread completes what they awaited.
+ */
+@RestController
+@Profile("coroutines")
+class CoroutineController(
+    private val redis: ReactiveStringRedisTemplate,
+    private val items: ReactiveItems,
+) {
+    @GetMapping("/plaintext", produces = [MediaType.TEXT_PLAIN_VALUE])
+    suspend fun plaintext(exchange: ServerWebExchange): String {
+        exchange.reportThread()
+        return HELLO
+    }
+
+    @GetMapping("/json")
+    suspend fun json(exchange: ServerWebExchange): Message {
+        exchange.reportThread()
+        return Message(HELLO)
+    }
+
+    @GetMapping("/sleep")
+    suspend fun sleep(@RequestParam ms: String?, exchange: ServerWebExchange): Slept {
+        val millis = sleepMs(ms)
+        exchange.reportThread()
+        delay(millis)
+        return Slept(millis)
+    }
+
+    @GetMapping("/cpu")
+    suspend fun cpu(@RequestParam n: String?, exchange: ServerWebExchange): Primes {
+        val limit = primesN(n)
+        exchange.reportThread()
+        return Primes(limit, countPrimes(limit))
+    }
+
+    @GetMapping("/redis")
+    suspend fun redis(exchange: ServerWebExchange): List<String?> {
+        exchange.reportThread()
+        return redis.opsForValue().multiGetAndAwait(REDIS_KEYS)
+    }
+
+    @GetMapping("/db")
+    suspend fun read(@RequestParam id: Int, exchange: ServerWebExchange): ResponseEntity<Item> =
+        found(items.find(id, exchange::reportThread).awaitSingleOrNull())
+
+    @PostMapping("/db")
+    suspend fun create(@RequestBody item: NewItem, exchange: ServerWebExchange): ResponseEntity<Created> =
+        created(items.insert(item, exchange::reportThread).awaitSingle())
+}
