@@ -3,7 +3,8 @@
 This file runs on the system Python before any dependency is installed, so it uses the standard
 library only. It installs Debian's packages when they are missing (as root; otherwise it prints the
 apt-get line and exits 2), creates .venv with the project installed, and then replaces itself with
-`.venv/bin/bench ARGS`, or with pytest for `python3 -m orchestrator test [PYTEST ARGS]`.
+`.venv/bin/bench ARGS`, or with pytest for `python3 -m orchestrator test [PYTEST ARGS]`. For the
+tests and the docker runtime it also installs Docker's engine and debootstrap and starts the engine.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,11 +22,34 @@ STAMP = VENV / ".installed-from"
 # executable -> Debian package that provides it
 APT = {"redis-server": "redis-server", "mariadbd": "mariadb-server", "wrk": "wrk", "mvn": "maven",
        "taskset": "util-linux"}
+# Only for the docker runtime (and the tests, which cover it).
+APT_DOCKER = {"dockerd": "docker.io", "debootstrap": "debootstrap"}
+DOCKERD = ["dockerd", "--iptables=false", "--bridge=none"]
 
 
-def _missing_packages() -> list[str]:
+def _missing_packages(wanted: dict[str, str]) -> list[str]:
     path = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
-    return sorted({pkg for exe, pkg in APT.items() if not shutil.which(exe, path=path)})
+    return sorted({pkg for exe, pkg in wanted.items() if not shutil.which(exe, path=path)})
+
+
+def _docker_engine() -> None:
+    """Start a Docker engine when none answers on the local socket (as root, the way this machine
+    kind needs: no iptables, no bridge; containers use the host network)."""
+    if subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
+        return
+    if os.geteuid() != 0:
+        print(f"no Docker engine answers: start one with `sudo {' '.join(DOCKERD)} &`", file=sys.stderr)
+        sys.exit(2)
+    print(f"starting the Docker engine: {' '.join(DOCKERD)} (log in /tmp/dockerd.log)", flush=True)
+    with open("/tmp/dockerd.log", "ab") as log:
+        subprocess.Popen(DOCKERD, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                         start_new_session=True)
+    for _ in range(120):
+        if subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
+            return
+        time.sleep(0.5)
+    print("the Docker engine did not come up: see /tmp/dockerd.log", file=sys.stderr)
+    sys.exit(2)
 
 
 def _apt_install(packages: list[str]) -> None:
@@ -55,9 +80,12 @@ def _venv() -> None:
 def main(args: list[str]) -> None:
     if sys.version_info < (3, 11):
         sys.exit("Python 3.11 or newer is needed (tomllib)")
-    missing = _missing_packages()
+    docker = args[:1] in (["test"], ["images"]) or "docker" in args
+    missing = _missing_packages({**APT, **(APT_DOCKER if docker else {})})
     if missing:
         _apt_install(missing)
+    if docker:
+        _docker_engine()
     _venv()
     os.chdir(ROOT)
     if args[:1] == ["test"]:
