@@ -1,6 +1,7 @@
 """`bench clean`: remove what a crashed or killed orchestrator left behind."""
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -11,11 +12,28 @@ from . import infra as infra_mod
 from .procs import OWNER_VAR, stop_pid
 
 
-def _owner(p: psutil.Process) -> str | None:
+def owner_of(p: psutil.Process) -> str | None:
+    """The bench process that started p: BENCH_OWNER in its environment, or, for a server that
+    rewrote its environment with its process title (Redis does), the owner file of the
+    infrastructure data directory named on its command line."""
     try:
-        return p.environ().get(OWNER_VAR)
+        owner = p.environ().get(OWNER_VAR)
+        if owner:
+            return owner
+        m = re.search(r"(/\S*/bench-infra-[^/\s]+)/", " ".join(p.cmdline()))
     except (psutil.Error, OSError):
         return None
+    if m:
+        try:
+            return (Path(m.group(1)) / infra_mod.OWNER_FILE).read_text().strip()
+        except OSError:
+            return None
+    return None
+
+
+def owned_by(pid: int | str) -> list[psutil.Process]:
+    """The processes bench process `pid` started (or "infra-up": those `bench infra up` left)."""
+    return [p for p in psutil.process_iter() if owner_of(p) == str(pid)]
 
 
 def stray_processes() -> list[psutil.Process]:
@@ -24,7 +42,7 @@ def stray_processes() -> list[psutil.Process]:
     kept = set(shared.pids.values()) if shared else set()
     stray = []
     for p in psutil.process_iter():
-        owner = _owner(p)
+        owner = owner_of(p)
         if owner is None or p.pid in kept:
             continue
         if owner == "infra-up" or not owner.isdigit() or not psutil.pid_exists(int(owner)):
@@ -46,9 +64,20 @@ def clean_leftovers() -> list[str]:
             continue
         stop_pid(p.pid, grace=5)
         removed.append(desc)
+    removed += stale_data_dirs()
+    return removed
+
+
+def stale_data_dirs() -> list[str]:
+    """Remove infrastructure data directories whose bench process is gone (a live run's stay)."""
     shared = infra_mod.load_state()
+    removed = []
     for d in Path(tempfile.gettempdir()).glob("bench-infra-*"):
-        if shared is None or str(d) != shared.data_dir:
+        owner_file = d / infra_mod.OWNER_FILE
+        owner = owner_file.read_text().strip() if owner_file.exists() else ""
+        in_use = (shared is not None and str(d) == shared.data_dir) or (
+            owner.isdigit() and psutil.pid_exists(int(owner)) and int(owner) != 0)
+        if not in_use:
             shutil.rmtree(d, ignore_errors=True)
             removed.append(f"data directory {d}")
     return removed

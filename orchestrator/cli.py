@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import signal
 import sys
 from pathlib import Path
 from typing import Optional
@@ -38,6 +39,7 @@ DbPortOpt = typer.Option(13306, "--db-port", help="Port of the run's MariaDB.")
 RuntimeOpt = typer.Option("process", "--runtime", help="Where targets and infrastructure run: process or docker.")
 MemoryOpt = typer.Option("1g", "--memory", help="docker: the memory limit of a target's container (swap included).")
 OfflineOpt = typer.Option(False, "--offline", help="docker: never try to pull; bootstrap missing base images locally.")
+StartTimeoutOpt = typer.Option("120s", "--start-timeout", help="How long a target may take to answer its health path.")
 
 
 def _targets(framework: Optional[str], variant: Optional[str]):
@@ -48,11 +50,12 @@ def _targets(framework: Optional[str], variant: Optional[str]):
 
 
 def _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime="process", memory="1g",
-              offline=False) -> runner.Settings:
+              offline=False, start_timeout="120s") -> runner.Settings:
     from .runtimes import RUNTIMES
     if runtime not in RUNTIMES:
         raise UsageError(f"unknown runtime '{runtime}'; valid: {', '.join(RUNTIMES)}") from None
     return runner.Settings(runtime=runtime, memory=options.memory(memory), offline=offline,
+                           start_timeout_s=options.duration(start_timeout, "--start-timeout"),
                            server_cpus=options.cpu_list(server_cpus, "--server-cpus"),
                            loadgen_cpus=options.cpu_list(loadgen_cpus, "--loadgen-cpus"),
                            heap=options.heap(heap), port=options.port(port, "--port"),
@@ -90,9 +93,11 @@ def build(framework: Optional[str] = FrameworkOpt,
 def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = VariantOpt,
                server_cpus: str = ServerCpus, loadgen_cpus: str = LoadgenCpus, heap: str = HeapOpt,
                port: int = PortOpt, redis_port: int = RedisPortOpt, db_port: int = DbPortOpt,
-               runtime: str = RuntimeOpt, memory: str = MemoryOpt, offline: bool = OfflineOpt) -> None:
+               runtime: str = RuntimeOpt, memory: str = MemoryOpt, offline: bool = OfflineOpt,
+               start_timeout: str = StartTimeoutOpt) -> None:
     """Start each target and check every scenario against the contract (no load)."""
-    settings = _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime, memory, offline)
+    settings = _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime, memory, offline,
+                         start_timeout)
     targets = _targets(framework, variant)
     logs = RESULTS_DIR / "verify" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     pipeline = runner.Pipeline(settings, logs, console)
@@ -100,7 +105,7 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
     pipeline.build_all(targets)
     table = Table("target", "result", "startup s", "RSS MiB", "threads seen")
     failures: list[tuple[str, str]] = []
-    for leftover in pipeline.runtime.cleanup_leftovers():
+    for leftover in pipeline.cleanup_leftovers():
         console.print(f"[yellow]removed a leftover of an earlier run:[/] {leftover}")
     with runner.quiet_sigterm(), pipeline.infra() as infra:
         for t in targets:
@@ -143,6 +148,7 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
         server_cpus: str = ServerCpus, loadgen_cpus: str = LoadgenCpus, heap: str = HeapOpt,
         port: int = PortOpt, redis_port: int = RedisPortOpt, db_port: int = DbPortOpt,
         runtime: str = RuntimeOpt, memory: str = MemoryOpt, offline: bool = OfflineOpt,
+        start_timeout: str = StartTimeoutOpt,
         timeout: str = typer.Option("30s", "--timeout", help="Per-request timeout of the load generator."),
         results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir", help="Where run folders go.")) -> None:
     """Build, verify and measure targets; every finished cell is stored at once."""
@@ -151,7 +157,8 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
         plan = runner.Plan.from_dict(store.meta()["plan"])
         console.print(f"resuming {store.run_id}: {len(store.rows)} cells already measured")
     else:
-        settings = _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime, memory, offline)
+        settings = _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime, memory, offline,
+                             start_timeout)
         settings.request_timeout_s = options.duration(timeout, "--timeout")
         if repeat < 1:
             raise UsageError("--repeat must be 1 or more")
@@ -182,7 +189,7 @@ def _check_writable(root: Path) -> None:
         probe.write_text("")
         probe.unlink()
     except OSError as e:
-        raise BenchError(f"results folder {root} is not writable: {e.strerror}") from None
+        raise UsageError(f"results folder {root} is not writable: {e.strerror}") from None
 
 
 def _print_results(df) -> None:
@@ -294,8 +301,14 @@ def clean() -> None:
     console.print(f"{len(removed)} leftovers removed")
 
 
+from .report_cli import register as _register_reports; _register_reports(app)
+
+
 def main() -> None:
     """Entry point: Typer handles usage errors (exit 2) and Ctrl-C; BenchError becomes one clear line."""
+    # A shell starts background jobs with SIGINT ignored, and Python keeps that: Ctrl-C (or a
+    # supervisor's SIGINT) must still stop a run cleanly, however bench was started.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         app()
     except BenchError as e:

@@ -20,12 +20,13 @@ import psutil
 
 from . import STATE_DIR
 from .errors import BenchError
-from .procs import ensure_port_free, log_tail, require_tool, spawn, stop_pid
+from .procs import ensure_port_free, log_tail, public_listeners, require_tool, spawn, stop_pid
 from .scenarios import REDIS_SEED, SEED_ROWS
 
 APT_LINE = "apt-get install -y redis-server mariadb-server"
 STATE_FILE = STATE_DIR / "infra.json"
 DB_NAME = DB_USER = "bench"
+OWNER_FILE = "owner"   # in each data directory: the PID of the bench process it belongs to, or "infra-up"
 
 
 @dataclass
@@ -138,8 +139,10 @@ def _start_redis(infra: Infra, launcher) -> None:
     d = Path(infra.data_dir)
     conf = d / "redis.conf"
     # The password goes in a 0600 file, not on the command line where `ps` would show it.
+    # set-proc-title no: a retitled Redis overwrites its command line and environment, and with them
+    # the marks (BENCH_OWNER, the data directory) that tell `bench clean` whose server it is.
     conf.write_text(f"port {infra.redis_port}\nbind 127.0.0.1\nprotected-mode yes\ndir {d}\nsave \"\"\n"
-                    f"appendonly no\nrequirepass {infra.password}\n")
+                    f"appendonly no\nset-proc-title no\nrequirepass {infra.password}\n")
     conf.chmod(0o600)
     if infra.runtime == "docker":
         os.chown(conf, 10001, 10001)
@@ -207,8 +210,13 @@ def start(redis_port: int, db_port: int, cpus: str | None, outlive: bool = False
                   images=dict(images or {}))
     launcher = (_Containers if runtime == "docker" else _Processes)(infra, outlive)
     try:
+        (Path(infra.data_dir) / OWNER_FILE).write_text("infra-up" if outlive else str(os.getpid()))
         _start_redis(infra, launcher)
         _start_mariadb(infra, launcher)
+        exposed = {name: public_listeners(pid) for name, pid in infra.pids.items()}
+        exposed = {k: v for k, v in exposed.items() if v}
+        if exposed:
+            raise BenchError(f"infrastructure listens beyond 127.0.0.1: {exposed}")
     except BaseException:
         stop(infra)
         raise

@@ -9,7 +9,8 @@ from pathlib import Path
 from .errors import MissingTool
 
 MIN_VERSION = 21
-JVM_DIR = Path("/usr/lib/jvm")
+# Where installed JDKs are looked for after JAVA_HOME; BENCH_JVM_DIR points elsewhere.
+JVM_DIR = Path(os.environ.get("BENCH_JVM_DIR", "/usr/lib/jvm"))
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,6 @@ def find_jdk() -> Jdk:
         return max(good, key=lambda j: (j.major, j.version))
     seen += [f"{j.home} ({j.version})" for j in candidates]
     raise MissingTool(
-        f"no JDK {MIN_VERSION} or newer found (looked at: {', '.join(seen) or 'JAVA_HOME unset, /usr/lib/jvm empty'}); "
-        f"install one (e.g. Temurin 25 into /usr/lib/jvm, or `apt-get install openjdk-21-jdk-headless` where packaged) "
+        f"no JDK {MIN_VERSION} or newer found (looked at: {', '.join(seen) or f'JAVA_HOME unset, nothing in {JVM_DIR}'}); "
+        f"install one (e.g. Temurin 25 into {JVM_DIR}, or `apt-get install openjdk-21-jdk-headless` where packaged) "
         f"or set JAVA_HOME")

@@ -7,6 +7,7 @@ PR_SET_PDEATHSIG so the kernel kills them if the orchestrator itself is killed.
 from __future__ import annotations
 
 import ctypes
+import ipaddress
 import os
 import shutil
 import signal
@@ -63,6 +64,7 @@ def stop_pid(pid: int, grace: float = 10.0) -> None:
         return
     for p in family:
         try:
+            p.send_signal(signal.SIGCONT)  # a frozen (SIGSTOPped) process cannot act on SIGTERM
             p.send_signal(signal.SIGTERM)
         except psutil.NoSuchProcess:
             pass
@@ -107,6 +109,32 @@ def listener_on(port: int) -> str | None:
                     pass
             return "an unknown process"
     return None
+
+
+def is_loopback(address: str) -> bool:
+    """127.0.0.0/8, ::1, and IPv4 loopback in IPv6 form (::ffff:127.0.0.1, as dual-stack JVMs bind)."""
+    ip = ipaddress.ip_address(address.split("%")[0])
+    if ip.version == 6 and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+def public_listeners(pid: int) -> list[str]:
+    """Listening sockets of pid (and its children) bound to anything but the loopback address."""
+    try:
+        procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return []
+    found = []
+    for p in procs:
+        try:
+            conns = p.net_connections("inet")
+        except psutil.Error:
+            continue
+        for c in conns:
+            if c.status == psutil.CONN_LISTEN and not is_loopback(c.laddr.ip):
+                found.append(f"{c.laddr.ip}:{c.laddr.port}")
+    return sorted(set(found))
 
 
 def ensure_port_free(port: int, what: str) -> None:

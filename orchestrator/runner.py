@@ -27,7 +27,7 @@ from .hostinfo import git_commit, host_info, tool_versions
 from .httpclient import request
 from .jdk import Jdk, find_jdk
 from .jvm import cpu_count, jvm_options
-from .procs import ensure_port_free, log_tail
+from .procs import ensure_port_free, log_tail, public_listeners
 from .results import RunStore, new_run_id
 from .runtimes import LaunchSpec, Runtime, Server
 from .sampling import Sampler
@@ -35,6 +35,7 @@ from .scenarios import SCENARIOS
 from .verify import Verification, verify
 
 MiB = 2**20
+PROBE_TIMEOUT_S = 10.0
 
 
 @dataclass
@@ -122,6 +123,7 @@ class Pipeline:
         self.console = console
         self.catalog = discover()
         self.runtime: Runtime = runtimes.get(settings.runtime, settings.memory)
+        self.runtime.check()
         self.jdk: Jdk = find_jdk()
         self.artifacts: dict[str, Path] = {}
         self.build_failures: dict[str, str] = {}
@@ -189,6 +191,10 @@ class Pipeline:
         try:
             startup = wait_ready(server, port, fw.health_path, s.start_timeout_s, t0)
             usage = server.usage()
+            exposed = public_listeners(server.pid)
+            if exposed:
+                raise TargetFailed(f"listens beyond 127.0.0.1 on {', '.join(exposed)}: every listener must "
+                                   f"bind BIND_ADDRESS (see frameworks/CONTRACT.md)")
         except BaseException:
             server.stop()
             raise
@@ -212,6 +218,11 @@ class Pipeline:
             raise
         started.backend = backend
         return started
+
+    def cleanup_leftovers(self) -> list[str]:
+        """What killed runs left: containers (docker runtime) and infrastructure data directories."""
+        from .cleanup import stale_data_dirs
+        return self.runtime.cleanup_leftovers() + stale_data_dirs()
 
     def check_ports(self, targets: list[Target], shared_infra: bool) -> None:
         """Before anything starts: every port the run will listen on must be free (UsageError)."""
@@ -255,6 +266,12 @@ def measure_cell(pipeline: Pipeline, started: Started, plan: Plan, base: dict, s
     if not alive:
         raise TargetFailed(f"target exited with {started.server.exit_code()} during the cell; last lines of "
                            f"{started.server.log_path}:\n{log_tail(started.server.log_path)}")
+    try:
+        request(s.port, "GET", pipeline.catalog[base["framework"]].health_path, timeout=PROBE_TIMEOUT_S)
+    except OSError:
+        raise TargetFailed(f"target stopped answering: no response to its health path within {PROBE_TIMEOUT_S:.0f} s "
+                           f"after the cell ({result.requests} requests answered in the cell); last lines of "
+                           f"{started.server.log_path}:\n{log_tail(started.server.log_path)}") from None
     smp = sampler.result
     flags = cell_flags(concurrency, result, cpu_count(s.loadgen_cpus), alive)
     return {
@@ -281,7 +298,7 @@ def execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | Non
     pipeline = Pipeline(s, store.logs, console)
     targets = [resolve(pipeline.catalog, t) for t in plan.targets]
     drivers.get(s.driver).check_installed()
-    for leftover in pipeline.runtime.cleanup_leftovers():
+    for leftover in pipeline.cleanup_leftovers():
         console.print(f"[yellow]removed a leftover of an earlier run:[/] {leftover}")
     pipeline.check_ports(targets, shared_infra=infra_mod.load_state() is not None)
     resumed = (store.dir / "run.json").exists()
@@ -351,24 +368,38 @@ def _run_target(pipeline: Pipeline, plan: Plan, store: RunStore, infra: list, ta
             progress.advance(task)
         return len(rest)
 
-    dead = infra[0].dead()
-    if dead:
+    def restart_dead_infra() -> str:
+        """Restart Redis/MariaDB if one died; returns what died with its log tail, or ''."""
+        dead = infra[0].dead()
+        if not dead:
+            return ""
+        tails = "\n".join(f"{name}: {log_tail(Path(infra[0].data_dir) / f'{name}.log', 5)}" for name in dead)
         console.print(f"[yellow]{', '.join(dead)} died: restarting the infrastructure[/]")
         infra[0] = infra_mod.restart(infra[0])
-    progress.update(task, description=f"starting {target.id}")
-    try:
-        started = pipeline.start(target, infra[0].env(), store.run_id)
-    except TargetFailed as e:
-        return fail_rest(cells, e.reason)
-    failed = 0
-    try:
+        return f"{' and '.join(dead)} died during the cell; last lines of its log:\n{tails}"
+
+    def start_and_verify(rest) -> tuple[Started | None, int]:
+        """Start the target and verify it; on failure its remaining cells are stored as failed."""
+        progress.update(task, description=f"starting {target.id}")
+        try:
+            started = pipeline.start(target, infra[0].env(), store.run_id)
+        except TargetFailed as e:
+            return None, fail_rest(rest, e.reason)
         console.print(f"started {target.id} in {started.startup_s:.2f} s, RSS {started.rss_after_start_mb:.0f} MiB")
         v = pipeline.verify(target)
         (store.logs / f"verify-{target.id.replace(':', '-')}-r{repeat}.txt").write_text(
             f"{'ok' if v.ok else v.reason}\nthreads: {v.threads}\nheaders: {v.headers}\n")
         if not v.ok:
-            return fail_rest(cells, v.reason, started)
-        for i, (scenario, conc) in enumerate(cells):
+            started.stop()
+            return None, fail_rest(rest, v.reason, started)
+        return started, 0
+
+    restart_dead_infra()
+    started, failed = start_and_verify(cells)
+    try:
+        i = 0
+        while started and i < len(cells):
+            scenario, conc = cells[i]
             progress.update(task, description=f"{target.id} {scenario} c={conc}")
             try:
                 row = measure_cell(pipeline, started, plan, base(scenario, conc, started), scenario, conc)
@@ -377,12 +408,22 @@ def _run_target(pipeline: Pipeline, plan: Plan, store: RunStore, infra: list, ta
                 break
             except drivers.base.DriverFailed as e:
                 row = _failed_row(base(scenario, conc, started), f"load generator failed: {e}")
+            died = restart_dead_infra()
+            if died:
+                # The target's connections (and password) were to the dead servers: start it afresh too.
+                row = _failed_row(base(scenario, conc, started), died)
             store.add(row)
             failed += row["status"] != "ok"
             console.print(_result_line(row))
             progress.advance(task)
+            i += 1
+            if died and i < len(cells):
+                started.stop()
+                started, lost = start_and_verify(cells[i:])
+                failed += lost
     finally:
-        started.stop()
+        if started:
+            started.stop()
     return failed
 
 

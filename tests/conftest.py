@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -15,24 +16,27 @@ FIXTURES = ROOT / "tests" / "fixtures" / "frameworks"
 PORTS = ["--port", "29080", "--redis-port", "29379", "--db-port", "29306"]
 
 
-def bench(*args: str, frameworks: Path | None = FIXTURES, timeout: float = 900, **kw) -> subprocess.CompletedProcess:
+def bench_env(frameworks: Path | None = FIXTURES, **extra: str) -> dict[str, str]:
+    env = {**os.environ, **extra}
+    if frameworks:
+        env["BENCH_FRAMEWORKS_DIR"] = str(frameworks)
+    else:
+        env.pop("BENCH_FRAMEWORKS_DIR", None)
+    return env
+
+
+def bench(*args: str, frameworks: Path | None = FIXTURES, timeout: float = 900, env: dict | None = None,
+          **kw) -> subprocess.CompletedProcess:
     """Run the real `bench` CLI in a subprocess; output captured as text."""
-    env = {**os.environ, **({"BENCH_FRAMEWORKS_DIR": str(frameworks)} if frameworks else {})}
-    env.pop("BENCH_FRAMEWORKS_DIR", None) if frameworks is None else None
+    env = env or bench_env(frameworks)
     return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], cwd=ROOT, env=env, text=True,
                           capture_output=True, timeout=timeout, **kw)
 
 
 def owned_by(pid: int) -> list[psutil.Process]:
-    """Processes whose environment says that `pid` started them (BENCH_OWNER)."""
-    found = []
-    for p in psutil.process_iter():
-        try:
-            if p.environ().get("BENCH_OWNER") == str(pid):
-                found.append(p)
-        except (psutil.Error, OSError):
-            pass
-    return found
+    """Processes that bench process `pid` started (the orchestrator's own notion, as `bench clean` uses)."""
+    from orchestrator.cleanup import owned_by as owned
+    return owned(pid)
 
 
 @pytest.fixture
@@ -40,3 +44,31 @@ def results_dir(tmp_path) -> Path:
     d = tmp_path / "results"
     d.mkdir()
     return d
+
+
+def start_bench(*args: str, frameworks: Path | None = FIXTURES) -> subprocess.Popen:
+    """Start `bench` in the background (output to a pipe), for tests that interfere with a run."""
+    return subprocess.Popen([sys.executable, "-m", "orchestrator.cli", *args], cwd=ROOT, env=bench_env(frameworks),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def wait_for(predicate, timeout: float = 240, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def owned(pid: int, name: str) -> list[psutil.Process]:
+    """Processes started by bench process `pid` whose command line mentions `name`."""
+    out = []
+    for p in owned_by(pid):
+        try:
+            if name in " ".join(p.cmdline()):
+                out.append(p)
+        except psutil.Error:
+            pass
+    return out

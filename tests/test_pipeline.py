@@ -97,20 +97,50 @@ def test_ctrl_c_keeps_finished_cells_leaves_nothing_running_and_resume_finishes(
     assert (after[before.index] == before).all()
 
 
+BAD_INPUT = [
+    # (arguments, extra environment, what the one line must say)
+    (["run", "-f", "nope"], {}, "unknown framework 'nope'; valid: broken, fixture"),
+    (["run", "-f", "fixture", "-v", "fast"], {}, "unknown variant 'fast'"),
+    (["run", "-f", "fixture", "-s", "dance"], {}, "unknown scenario 'dance'; valid: plaintext"),
+    (["run", "-f", "fixture", "-c", "0"], {}, "--concurrency '0'"),
+    (["run", "-f", "fixture", "-c", "64,-1"], {}, "--concurrency '64,-1'"),
+    (["run", "-f", "fixture", "-d", "-3s"], {}, "--duration '-3s' is not a duration"),
+    (["run", "-f", "fixture", "-d", "0s"], {}, "--duration must be more than zero"),
+    (["run", "-f", "fixture", "--warmup", "soon"], {}, "--warmup 'soon' is not a duration"),
+    (["run", "-f", "fixture", "--server-cpus", "9"], {}, "this machine has CPUs"),
+    (["run", "-f", "fixture", "--loadgen-cpus", "x"], {}, "is not a CPU list"),
+    (["run", "-f", "fixture", "--heap", "lots"], {}, "--heap 'lots' must look like 512m"),
+    (["run", "-f", "fixture", "--port", "40000"], {}, "ephemeral port range"),
+    (["run", "-f", "fixture", "--repeat", "0"], {}, "--repeat must be 1 or more"),
+    (["run", "-f", "fixture", "--runtime", "vm"], {}, "unknown runtime 'vm'; valid: process, docker"),
+    (["run", "--resume", "no-such-run"], {}, "no run 'no-such-run'"),
+    (["results", "no-such-run"], {}, "no run 'no-such-run'"),
+    (["run", "-f", "fixture:ok", "--results-dir", "/dev/null/results"], {}, "results folder /dev/null/results is not writable"),
+    (["run", "-f", "fixture:ok"], {"JAVA_HOME": "/nonexistent", "BENCH_JVM_DIR": "/nonexistent"},
+     "no JDK 21 or newer found"),
+    (["run", "-f", "fixture:ok"], {"PATH": "/nonexistent"}, "'wrk' not found: install it with `apt-get install -y wrk`"),
+    (["verify", "-f", "fixture:ok", "--runtime", "docker"], {"DOCKER_HOST": "unix:///nonexistent.sock"},
+     "no Docker engine answers"),
+]
+
+
 def test_bad_input_is_one_line_and_exit_2(results_dir):
-    cases = [
-        (["run", "-f", "nope"], "unknown framework 'nope'; valid: fixture"),
-        (["run", "-f", "fixture", "-v", "fast"], "unknown variant 'fast'"),
-        (["run", "-f", "fixture", "-s", "dance"], "unknown scenario 'dance'; valid: plaintext"),
-        (["run", "-f", "fixture", "-c", "0"], "--concurrency '0'"),
-        (["run", "-f", "fixture", "-d", "-3s"], "--duration '-3s' is not a duration"),
-        (["run", "-f", "fixture", "--server-cpus", "9"], "this machine has CPUs"),
-        (["run", "--resume", "no-such-run"], "no run 'no-such-run'"),
-        (["results", "no-such-run"], "no run 'no-such-run'"),
-    ]
-    for args, message in cases:
-        r = bench(*args, "--results-dir", str(results_dir)) if args[0] != "results" else bench(*args, "--results-dir", str(results_dir))
+    from conftest import bench_env
+    for args, extra, message in BAD_INPUT:
+        if "--results-dir" not in args and args[0] in ("run", "results"):
+            args = [*args, "--results-dir", str(results_dir)]
+        if args[0] in ("run", "verify"):
+            args = [args[0], *PORTS[:2], *args[1:]]  # the case's own --port, if any, comes later and wins
+        r = bench(*args, env=bench_env(**extra))
         assert r.returncode == 2, (args, r.stdout, r.stderr)
         assert message in " ".join(r.stderr.split()), (args, r.stderr)
-        assert "Traceback" not in r.stderr
+        assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
     assert not list(results_dir.iterdir())
+
+
+def test_a_malformed_manifest_stops_every_command(tmp_path):
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "framework.toml").write_text('name = "bad"\n[build\n')
+    for args in (["list"], ["run", "-f", "bad"], ["verify"]):
+        r = bench(*args, frameworks=tmp_path)
+        assert r.returncode == 2 and "framework.toml: field '-': not valid TOML" in r.stderr, r.stderr

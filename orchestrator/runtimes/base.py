@@ -62,6 +62,9 @@ class Runtime(abc.ABC):
         """Start the target; readiness is polled by the caller. `java` is the host JDK's launcher
         (a container uses its image's own)."""
 
+    def check(self) -> None:
+        """MissingTool with the way out when what this runtime needs is absent."""
+
     def cleanup_leftovers(self) -> list[str]:
         """Remove what an earlier, crashed run of this runtime left; returns what was removed."""
         return []

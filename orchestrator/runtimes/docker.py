@@ -94,6 +94,9 @@ class DockerRuntime(Runtime):
         self.memory = memory
         self.images: dict[str, str] = {}   # framework -> image tag, set by the pipeline after building
 
+    def check(self) -> None:
+        client()
+
     def start(self, spec: LaunchSpec, java: str) -> Server:
         fw = spec.target.framework
         artifact = f"{APP_DIR}/{fw.artifact}"

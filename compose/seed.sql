@@ -1,0 +1,6 @@
+-- The schema and seed rows of frameworks/CONTRACT.md, as the orchestrator creates them.
+CREATE DATABASE IF NOT EXISTS bench;
+USE bench;
+CREATE TABLE IF NOT EXISTS item (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(64) NOT NULL,
+                                 price DECIMAL(10,2) NOT NULL) ENGINE=InnoDB;
+INSERT IGNORE INTO item (id, name, price) SELECT seq, CONCAT('item-', seq), seq * 0.25 FROM seq_1_to_10000;

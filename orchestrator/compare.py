@@ -1,0 +1,126 @@
+"""Two runs side by side, in the spirit of benchstat: is a difference larger than the run-to-run noise?
+
+The samples of a cell are its repeats (each a fresh JVM). The test is the two-sided Mann-Whitney U
+test: it assumes nothing about the shape of the noise, and is exact for the few repeats a benchmark
+has. Its price: with n and m repeats the smallest p-value it can give is 2 / C(n + m, n), so 3 + 3
+repeats can never reach p < 0.05; 4 + 4 (or 3 + 5) can. The comparison says so instead of guessing.
+
+    from orchestrator import results, compare
+    c = compare.compare_runs(results.load("before"), results.load("after"))
+    compare.regressions(c, pct=5)
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+
+from .analysis import METRICS, tidy
+
+ALPHA = 0.05
+# Above this many ways to split the samples the normal approximation is accurate and the enumeration slow.
+EXACT_LIMIT = 5000
+DEFAULT_METRICS = ("rps", "latency_p99_ms")
+
+
+def min_p_value(n: int, m: int) -> float:
+    """The smallest two-sided p-value the Mann-Whitney test can give with n and m samples (no ties)."""
+    return min(1.0, 2 / math.comb(n + m, n)) if n and m else 1.0
+
+
+def mann_whitney(a, b) -> float:
+    """Two-sided p-value of the Mann-Whitney U test that a and b come from the same distribution.
+
+    Exact (all splits of the pooled samples, ties at mid-ranks) while there are at most EXACT_LIMIT
+    splits; beyond, the normal approximation with tie and continuity corrections. NaN for an empty side.
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    n, m = len(a), len(b)
+    if not n or not m:
+        return math.nan
+    ranks = pd.Series(np.concatenate([a, b])).rank(method="average").to_numpy()
+    center = n * (n + m + 1) / 2  # the expected rank sum of a
+    observed = abs(ranks[:n].sum() - center)
+    if math.comb(n + m, n) <= EXACT_LIMIT:
+        splits = np.array(list(itertools.combinations(range(n + m), n)))
+        sums = ranks[splits].sum(axis=1)
+        return float(np.mean(np.abs(sums - center) >= observed - 1e-9))
+    ties = np.unique(ranks, return_counts=True)[1]
+    var = n * m / 12 * ((n + m + 1) - (ties ** 3 - ties).sum() / ((n + m) * (n + m - 1)))
+    if var <= 0:
+        return 1.0
+    return math.erfc(max(observed - 0.5, 0) / math.sqrt(var) / math.sqrt(2))
+
+
+def _spread_pct(values: np.ndarray) -> float:
+    """The largest distance of a repeat from the median, in % of the median (benchstat's "± x%")."""
+    if len(values) < 2:
+        return math.nan
+    med = np.median(values)
+    return float(np.max(np.abs(values - med)) / med * 100) if med else math.nan
+
+
+def _cells(df: pd.DataFrame, x: str) -> dict:
+    df = tidy(df)
+    return {key: g for key, g in df.groupby(["scenario", "target", x], sort=True)}
+
+
+def _side(cell: pd.DataFrame | None, metric: str) -> tuple[np.ndarray, str]:
+    """The repeats of one side that ran, and why the side can't be compared ('' when it can)."""
+    if cell is None:
+        return np.array([]), "missing"
+    values = cell.loc[cell["status"] == "ok", metric].dropna().to_numpy(dtype=float)
+    return values, "" if len(values) else "failed"
+
+
+def _note(n: int, m: int, why_a: str, why_b: str, alpha: float) -> str:
+    if why_a or why_b:
+        return "; ".join(f"{why} in {side}" for side, why in (("A", why_a), ("B", why_b)) if why)
+    if n < 2 or m < 2:
+        return "no repeats: noise unknown"
+    if min_p_value(n, m) >= alpha:
+        return f"too few repeats to tell ({n}+{m}; 4+4 can)"
+    return ""
+
+
+def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: str = "concurrency",
+                 alpha: float = ALPHA) -> pd.DataFrame:
+    """Every cell (scenario, target, x) of two runs, one row per metric, A the baseline and B the candidate.
+
+    Columns: a_median, a_spread_pct, a_n, b_median, b_spread_pct, b_n, ratio (B / A), delta_pct,
+    worse_pct (how much worse B is, in the metric's own direction; negative is better), p_value,
+    significant (p < alpha), flags (either side), note (why a cell can't be judged) and verdict:
+    "better", "worse", "~" (within the noise) or "?" (no verdict, see note).
+    """
+    cells_a, cells_b = _cells(a, x), _cells(b, x)
+    rows = []
+    for key in sorted(set(cells_a) | set(cells_b), key=lambda k: (str(k[0]), str(k[1]), k[2])):
+        ca, cb = cells_a.get(key), cells_b.get(key)
+        flags = ",".join(sorted({f for c in (ca, cb) if c is not None for s in c["flags"] for f in s.split(",") if f}))
+        for metric in metrics:
+            (va, why_a), (vb, why_b) = _side(ca, metric), _side(cb, metric)
+            med_a = float(np.median(va)) if len(va) else math.nan
+            med_b = float(np.median(vb)) if len(vb) else math.nan
+            ratio = med_b / med_a if med_a else math.nan
+            delta = (ratio - 1) * 100
+            note = _note(len(va), len(vb), why_a, why_b, alpha)
+            p = mann_whitney(va, vb) if min(len(va), len(vb)) > 1 else math.nan
+            significant = bool(p < alpha) and not note
+            worse = -delta if METRICS[metric].higher_is_better else delta
+            verdict = "?" if note else ("~" if not significant else ("worse" if worse > 0 else "better"))
+            rows.append({"scenario": key[0], "target": key[1], x: key[2], "metric": metric,
+                         "a_median": med_a, "a_spread_pct": _spread_pct(va), "a_n": len(va),
+                         "b_median": med_b, "b_spread_pct": _spread_pct(vb), "b_n": len(vb),
+                         "ratio": ratio, "delta_pct": delta, "worse_pct": worse, "p_value": p,
+                         "significant": significant, "flags": flags, "note": note, "verdict": verdict})
+    return pd.DataFrame(rows)
+
+
+def regressions(cmp: pd.DataFrame, pct: float) -> pd.DataFrame:
+    """The rows of `compare_runs` that gate a CI job: significantly worse by more than pct %, or
+    measured in A but failed in B (a target that broke is the largest regression there is)."""
+    worse = cmp["significant"] & (cmp["worse_pct"] > pct)
+    broke = cmp["note"] == "failed in B"
+    return cmp[worse | broke]

@@ -1,0 +1,79 @@
+"""`bench report` and `bench compare`: parse, call report and compare, print. No logic of their own."""
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from . import RESULTS_DIR, results
+
+console = Console(width=None if sys.stdout.isatty() else 160)
+VERDICT_STYLE = {"worse": "red", "better": "green", "~": "dim", "?": "yellow"}
+
+
+def _side(median: float, spread: float, n: int) -> str:
+    from .report import fmt
+    if math.isnan(median):
+        return "–"
+    return fmt(median) + ("" if math.isnan(spread) else f" ±{spread:.0f}%") + f" n={n}"
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `report` and `compare` commands to the `bench` app."""
+
+    @app.command("report")
+    def report_cmd(runs: Optional[List[str]] = typer.Argument(None, help="Run ids or folders (default: the newest run)."),
+                   x: str = typer.Option("concurrency", "--x", help="The load-level column of sweeps."),
+                   results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir")) -> None:
+        """Write report.html (self-contained) and report.md (PNGs beside it) into each run folder."""
+        from . import report
+        for run in runs or [None]:
+            html_path, md_path = report.build(run, results_dir, x)
+            console.print(f"{html_path}\n{md_path}", soft_wrap=True)
+
+    @app.command("compare")
+    def compare_cmd(run_a: str = typer.Argument(..., help="The baseline run."),
+                    run_b: str = typer.Argument(..., help="The run to judge against it."),
+                    fail_on_regression: Optional[float] = typer.Option(
+                        None, "--fail-on-regression", metavar="PCT",
+                        help="Exit 1 when a cell's rps dropped or p99 rose by more than PCT % beyond the noise, "
+                             "or a cell that ran in RUN_A failed in RUN_B."),
+                    alpha: float = typer.Option(0.05, "--alpha", help="Significance level of the test."),
+                    results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir")) -> None:
+        """The same cells of two runs side by side: the change, and whether it is beyond the run-to-run noise."""
+        from . import compare
+        dirs = [results.find_run(r, results_dir) for r in (run_a, run_b)]
+        cmp = compare.compare_runs(results.load(dirs[0]), results.load(dirs[1]), alpha=alpha)
+        table = Table("scenario", "target", "conc", "metric", f"A {dirs[0].name}", f"B {dirs[1].name}", "delta",
+                      "p", "verdict", box=box.SIMPLE_HEAD, pad_edge=False)
+        for _, r in cmp.iterrows():
+            style = VERDICT_STYLE[r["verdict"]]
+            verdict = r["note"] if r["verdict"] == "?" else r["verdict"]
+            table.add_row(r["scenario"], r["target"], str(r["concurrency"]), r["metric"],
+                          _side(r["a_median"], r["a_spread_pct"], r["a_n"]),
+                          _side(r["b_median"], r["b_spread_pct"], r["b_n"]),
+                          "" if math.isnan(r["delta_pct"]) else f"{r['delta_pct']:+.1f}%",
+                          "" if math.isnan(r["p_value"]) else f"{r['p_value']:.3f}",
+                          f"[{style}]{verdict}[/]" + (f" [yellow]⚠ {r['flags']}[/]" if r["flags"] else ""))
+        console.print(table)
+        counts = cmp["verdict"].value_counts()
+        console.print(f"{len(cmp)} comparisons: {counts.get('worse', 0)} worse, {counts.get('better', 0)} better, "
+                      f"{counts.get('~', 0)} within the noise (~), {counts.get('?', 0)} without a verdict (?). "
+                      f"Two-sided Mann-Whitney U over the repeats, alpha {alpha}; ± is the largest distance of a "
+                      f"repeat from the median.", soft_wrap=True)
+        if fail_on_regression is None:
+            return
+        bad = compare.regressions(cmp, fail_on_regression)
+        for _, r in bad.iterrows():
+            what = r["note"] if r["note"] else f"{r['worse_pct']:.1f}% worse (p={r['p_value']:.3f})"
+            console.print(f"[red]regression:[/] {r['scenario']} {r['target']} c={r['concurrency']} "
+                          f"{r['metric']}: {what}", soft_wrap=True)
+        if len(bad):
+            raise typer.Exit(1)
+        console.print(f"no regression beyond {fail_on_regression:g}%")
