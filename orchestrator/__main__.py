@@ -24,6 +24,8 @@ APT = {"redis-server": "redis-server", "mariadbd": "mariadb-server", "wrk": "wrk
        "taskset": "util-linux"}
 # Only for the docker runtime (and the tests, which cover it).
 APT_DOCKER = {"dockerd": "docker.io", "debootstrap": "debootstrap"}
+# Only for the tests: the report test renders report.html in headless Chromium.
+APT_TEST = {"chromium": "chromium"}
 DOCKERD = ["dockerd", "--iptables=false", "--bridge=none"]
 
 
@@ -81,7 +83,7 @@ def main(args: list[str]) -> None:
     if sys.version_info < (3, 11):
         sys.exit("Python 3.11 or newer is needed (tomllib)")
     docker = args[:1] in (["test"], ["images"]) or "docker" in args
-    missing = _missing_packages({**APT, **(APT_DOCKER if docker else {})})
+    missing = _missing_packages({**APT, **(APT_DOCKER if docker else {}), **(APT_TEST if args[:1] == ["test"] else {})})
     if missing:
         _apt_install(missing)
     if docker:

@@ -141,7 +141,10 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
         scenario: Optional[str] = typer.Option(None, "--scenario", "-s", help="Scenario(s), comma-separated "
                                                "(default: all that each target serves)."),
         concurrency: str = typer.Option("256", "--concurrency", "-c", help="Connections, comma-separated."),
-        warmup: str = typer.Option("5s", "--warmup", help="Warm-up per cell, thrown away."),
+        warmup: str = typer.Option("5s", "--warmup", help="Warm-up window, repeated until two in a row agree "
+                                   "within 5 % on rps (the JIT has settled); thrown away. 0s: none."),
+        warmup_max: str = typer.Option("90s", "--warmup-max", help="Give up warming up after this long (the cell "
+                                       "is flagged not-steady)."),
         duration: str = typer.Option("10s", "--duration", "-d", help="Measured window per cell."),
         repeat: int = typer.Option(1, "--repeat", help="Repeats, each in a fresh JVM, interleaved."),
         resume: Optional[str] = typer.Option(None, "--resume", help="Continue this run id with its own plan."),
@@ -167,6 +170,7 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
                            scenarios=parse_list(scenario, list(SCENARIOS), "scenario"),
                            concurrency=options.positive_ints(concurrency, "--concurrency"),
                            warmup_s=options.duration(warmup, "--warmup", allow_zero=True),
+                           warmup_max_s=options.duration(warmup_max, "--warmup-max"),
                            duration_s=options.duration(duration, "--duration"), repeat=repeat, settings=settings)
         if plan.scenarios and not any(plan.scenarios_of(t) for t in targets):
             raise BenchError(f"no selected target serves {', '.join(plan.scenarios)}")
