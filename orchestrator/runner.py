@@ -21,7 +21,7 @@ from . import infra as infra_mod
 from . import RESULTS_DIR, drivers, runtimes
 from .build import build
 from .catalog import Framework, Target, discover, resolve
-from .checks import busy_processes, cell_flags, littles_law_ratio
+from .checks import LITTLE_HIGH, LITTLE_LOW, busy_processes, cell_flags, littles_law_ratio
 from .errors import BenchError, TargetFailed, UsageError
 from .hostinfo import git_commit, host_info, tool_versions
 from .httpclient import request
@@ -255,7 +255,9 @@ def _result_line(row: dict) -> str:
 
 
 def warm_up(driver, plan: Plan, spec_args: dict) -> tuple[float, bool]:
-    """Load in windows of plan.warmup_s until two in a row agree within STEADY_TOLERANCE on rps.
+    """Load in windows of plan.warmup_s until two in a row agree within STEADY_TOLERANCE on rps and
+    the last one had no stalls (Little's law holds: a JVM still compiling or deoptimising stalls, and
+    wrk's latency correction then inflates the in-flight count far above the connections).
 
     On one core a JVM's JIT competes with the requests and needs far longer than a fixed few
     seconds (Spring WebFlux on json: 1.4k rps after 5 s, 10.6k after a minute), so a fixed warm-up
@@ -267,7 +269,9 @@ def warm_up(driver, plan: Plan, spec_args: dict) -> tuple[float, bool]:
     while True:
         r = driver.run(drivers.LoadSpec(duration_s=plan.warmup_s, **spec_args))
         spent += plan.warmup_s
-        if previous is not None and previous.rps > 0 and abs(r.rps - previous.rps) <= STEADY_TOLERANCE * previous.rps:
+        ratio = littles_law_ratio(spec_args["concurrency"], r)
+        if previous is not None and previous.rps > 0 and abs(r.rps - previous.rps) <= STEADY_TOLERANCE * previous.rps \
+                and LITTLE_LOW <= ratio <= LITTLE_HIGH:
             return spent, True
         if spent + plan.warmup_s > plan.warmup_max_s:
             return spent, False
