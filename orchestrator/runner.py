@@ -317,9 +317,14 @@ def measure_cell(pipeline: Pipeline, started: Started, plan: Plan, base: dict, s
 
 
 def execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | None = None) -> int:
-    """Run every missing cell of the plan into store; returns the number of failed cells."""
+    """Run every missing cell of the plan into store; returns the number of failed cells.
+    SIGTERM stops it as Ctrl-C does."""
+    with quiet_sigterm():
+        return _execute(plan, store, console, argv)
+
+
+def _execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | None) -> int:
     s = plan.settings
-    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     pipeline = Pipeline(s, store.logs, console)
     targets = [resolve(pipeline.catalog, t) for t in plan.targets]
     drivers.get(s.driver).check_installed()
@@ -367,7 +372,6 @@ def execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | Non
     finally:
         meta["finished_at"] = dt.datetime.now().isoformat(timespec="seconds")
         store.write_meta(meta)
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _run_target(pipeline: Pipeline, plan: Plan, store: RunStore, infra: list, target: Target, repeat: int,
