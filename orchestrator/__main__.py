@@ -21,12 +21,14 @@ VENV = ROOT / ".venv"
 STAMP = VENV / ".installed-from"
 # executable -> Debian package that provides it
 APT = {"redis-server": "redis-server", "mariadbd": "mariadb-server", "wrk": "wrk", "mvn": "maven",
-       "taskset": "util-linux"}
+       "taskset": "util-linux", "h2load": "nghttp2-client"}
 # Only for the docker runtime (and the tests, which cover it).
 APT_DOCKER = {"dockerd": "docker.io", "debootstrap": "debootstrap"}
 # Only for the tests: the report test renders report.html in headless Chromium.
 APT_TEST = {"chromium": "chromium"}
 DOCKERD = ["dockerd", "--iptables=false", "--bridge=none"]
+# k6 (the rate profile's generator) builds from the Go module proxy into .venv/bin: ~2.5 min once.
+K6 = "go.k6.io/k6@v1.8.1"
 
 
 def _missing_packages(wanted: dict[str, str]) -> list[str]:
@@ -79,6 +81,24 @@ def _venv() -> None:
     STAMP.write_text(wanted)
 
 
+def _k6() -> None:
+    """Build k6 into .venv/bin when it is missing there (the stamp names the version it was built from)."""
+    stamp = VENV / ".k6-from"
+    if (VENV / "bin" / "k6").exists() and stamp.exists() and stamp.read_text() == K6:
+        return
+    go = shutil.which("go") or shutil.which("go", path="/usr/local/go/bin")
+    if not go:
+        print(f"note: no Go toolchain, so no k6 (the rate profile needs it): install Go from https://go.dev/dl, "
+              f"then `GOBIN={VENV / 'bin'} go install {K6}`", file=sys.stderr)
+        return
+    print(f"building k6 into .venv/bin (go install {K6}, once)", flush=True)
+    env = {**os.environ, "GOBIN": str(VENV / "bin"), "CGO_ENABLED": "0"}
+    if subprocess.run([go, "install", K6], env=env).returncode != 0:
+        print(f"`go install {K6}` failed; the rate profile will say k6 is missing", file=sys.stderr)
+        return
+    stamp.write_text(K6)
+
+
 def main(args: list[str]) -> None:
     if sys.version_info < (3, 11):
         sys.exit("Python 3.11 or newer is needed (tomllib)")
@@ -89,6 +109,7 @@ def main(args: list[str]) -> None:
     if docker:
         _docker_engine()
     _venv()
+    _k6()
     os.chdir(ROOT)
     if args[:1] == ["test"]:
         python = str(VENV / "bin" / "python")

@@ -34,8 +34,10 @@ class Metric:
 
 METRICS = {m.column: m for m in [
     Metric("rps", "throughput", "req/s", True),
+    Metric("latency_mean_ms", "mean latency", "ms", False),
     Metric("latency_p50_ms", "p50 latency", "ms", False),
     Metric("latency_p90_ms", "p90 latency", "ms", False),
+    Metric("latency_p95_ms", "p95 latency", "ms", False),
     Metric("latency_p99_ms", "p99 latency", "ms", False),
     Metric("latency_p999_ms", "p99.9 latency", "ms", False),
     Metric("server_cpu_pct", "server CPU", "%", False),
@@ -44,13 +46,27 @@ METRICS = {m.column: m for m in [
     Metric("server_peak_rss_mb", "peak RSS", "MiB", False),
     Metric("server_peak_threads", "peak threads", "", False),
     Metric("gc_time_ms", "GC time", "ms", False),
+    Metric("mb_received", "data received", "MB", False),
     Metric("startup_s", "startup", "s", False),
     Metric("rss_after_start_mb", "RSS after start", "MiB", False),
 ]}
 PERCENTILES = {"p50": "latency_p50_ms", "p90": "latency_p90_ms", "p99": "latency_p99_ms",
                "p99.9": "latency_p999_ms"}
-ID_COLUMNS = ["run_id", "target", "framework", "variant", "scenario", "profile", "concurrency", "repeat",
-              "status", "flags"]
+ID_COLUMNS = ["run_id", "target", "framework", "variant", "scenario", "profile", "concurrency", "rate", "step",
+              "repeat", "status", "flags"]
+
+
+def level_column(df: pd.DataFrame) -> str:
+    """The column that names a cell's load level: rate for an open model, else concurrency (connections,
+    or users in a ramp's steps)."""
+    return "rate" if "rate" in df and df["rate"].notna().any() else "concurrency"
+
+
+def level_name(df: pd.DataFrame, x: str) -> str:
+    """What to call x in titles: rate (req/s), users (a ramp), or concurrency."""
+    if x == "concurrency" and "kind" in df and (df["kind"] == "ramp").any():
+        return "users"
+    return "rate (req/s)" if x == "rate" else x
 
 
 def sample_run() -> Path:
@@ -75,6 +91,8 @@ def tidy(df: pd.DataFrame) -> pd.DataFrame:
     out["clean"] = (out["status"] == "ok") & ~out["flagged"]
     requests = pd.to_numeric(out["requests"], errors="coerce")
     out["cpu_ms_per_req"] = (out["server_cpu_s"] * 1000 / requests.where(requests > 0)).astype(float)
+    if "bytes" in out:
+        out["mb_received"] = (pd.to_numeric(out["bytes"], errors="coerce") / 1e6).astype(float)
     return out
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from . import FRAMEWORKS_DIR
 from .errors import ManifestError, UsageError
-from .scenarios import SCENARIOS
+from .scenarios import MANIFEST_SCENARIOS
 
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 PLACEHOLDERS = {"{java}", "{jvm_opts}", "{artifact}"}
@@ -152,8 +152,8 @@ def load_manifest(path: Path) -> Framework:
         f.fail("health_path", "must start with '/'")
     scenarios = f.str_list("scenarios")
     for s in scenarios:
-        if s not in SCENARIOS:
-            f.fail("scenarios", f"unknown scenario '{s}' (valid: {', '.join(SCENARIOS)})")
+        if s not in MANIFEST_SCENARIOS:
+            f.fail("scenarios", f"unknown scenario '{s}' (valid: {', '.join(MANIFEST_SCENARIOS)})")
     backend = f.get("backend", str, None)
     if backend is not None and not re.match(r"^[a-z0-9-]+:[a-z0-9-]+$", backend):
         f.fail("backend", "must be a target 'framework:variant'")

@@ -24,13 +24,16 @@ def littles_law_ratio(concurrency: int, r: LoadResult) -> float:
     return r.rps * (r.latency_mean / 1000.0) / concurrency
 
 
-def cell_flags(concurrency: int, r: LoadResult, loadgen_cpus: int, server_alive: bool = True) -> list[str]:
+def cell_flags(concurrency: int, r: LoadResult, loadgen_cpus: int, server_alive: bool = True,
+               closed_loop: bool = True) -> list[str]:
+    """The flags of a measured window. Little's law is checked in a closed loop only: there the
+    clients are the requests in flight; in a burst's tail or at an open rate they are not."""
     flags = []
     ratio = littles_law_ratio(concurrency, r)
-    if ratio == ratio and not (LITTLE_LOW <= ratio <= LITTLE_HIGH):
+    if closed_loop and ratio == ratio and not (LITTLE_LOW <= ratio <= LITTLE_HIGH):
         flags.append("littles-law")
     if r.loadgen_cpu_s == r.loadgen_cpu_s and r.duration_s > 0 and \
-            r.loadgen_cpu_s / r.duration_s > LOADGEN_SATURATED * loadgen_cpus:
+            r.loadgen_cpu_s / r.duration_s > LOADGEN_SATURATED * loadgen_cpus and "loadgen-saturated" not in r.flags:
         flags.append("loadgen-saturated")
     if r.errors:
         flags.append("socket-errors")

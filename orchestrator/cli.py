@@ -1,6 +1,7 @@
 """The `bench` command line: it parses, then calls the pipeline. No logic of its own."""
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 import signal
@@ -14,8 +15,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from . import RESULTS_DIR, infra as infra_mod, options, results, runner
-from .catalog import discover, select
+from . import REPO_ROOT, RESULTS_DIR, infra as infra_mod, options, presets, profiles, results, runner
+from .catalog import discover, resolve, select
 from .errors import BenchError, TargetFailed, UsageError
 from .scenarios import SCENARIOS, parse_list
 
@@ -30,9 +31,10 @@ console = Console(width=None if sys.stdout.isatty() else 160)
 
 FrameworkOpt = typer.Option(None, "--framework", "-f", help="Framework(s), comma-separated, or framework:variant.")
 VariantOpt = typer.Option(None, "--variant", "-v", help="Variant(s), comma-separated (default: all).")
-ServerCpus = typer.Option("1", "--server-cpus", help="CPUs for the target (taskset list).")
-LoadgenCpus = typer.Option("0", "--loadgen-cpus", help="CPUs for the load generator and the infrastructure.")
-HeapOpt = typer.Option("512m", "--heap", help="JVM heap, -Xms = -Xmx.")
+ServerCpus = typer.Option(None, "--server-cpus", help="CPUs for the target (taskset list; default 1).")
+LoadgenCpus = typer.Option(None, "--loadgen-cpus", help="CPUs for the load generator and the infrastructure "
+                           "(default 0).")
+HeapOpt = typer.Option(None, "--heap", help="JVM heap, -Xms = -Xmx (default 512m).")
 PortOpt = typer.Option(8080, "--port", help="Port of the target (a gateway's backend gets port + 1).")
 RedisPortOpt = typer.Option(16379, "--redis-port", help="Port of the run's Redis.")
 DbPortOpt = typer.Option(13306, "--db-port", help="Port of the run's MariaDB.")
@@ -56,9 +58,9 @@ def _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtim
         raise UsageError(f"unknown runtime '{runtime}'; valid: {', '.join(RUNTIMES)}") from None
     return runner.Settings(runtime=runtime, memory=options.memory(memory), offline=offline,
                            start_timeout_s=options.duration(start_timeout, "--start-timeout"),
-                           server_cpus=options.cpu_list(server_cpus, "--server-cpus"),
-                           loadgen_cpus=options.cpu_list(loadgen_cpus, "--loadgen-cpus"),
-                           heap=options.heap(heap), port=options.port(port, "--port"),
+                           server_cpus=options.cpu_list(server_cpus or "1", "--server-cpus"),
+                           loadgen_cpus=options.cpu_list(loadgen_cpus or "0", "--loadgen-cpus"),
+                           heap=options.heap(heap or "512m"), port=options.port(port, "--port"),
                            redis_port=options.port(redis_port, "--redis-port"),
                            db_port=options.port(db_port, "--db-port"))
 
@@ -140,50 +142,140 @@ def thread_kinds(names) -> str:
 def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = VariantOpt,
         scenario: Optional[str] = typer.Option(None, "--scenario", "-s", help="Scenario(s), comma-separated "
                                                "(default: all that each target serves)."),
-        concurrency: str = typer.Option("256", "--concurrency", "-c", help="Connections, comma-separated."),
-        warmup: str = typer.Option("5s", "--warmup", help="Warm-up window, repeated until two in a row agree "
-                                   "within 5 % on rps (the JIT has settled); thrown away. 0s: none."),
-        warmup_max: str = typer.Option("90s", "--warmup-max", help="Give up warming up after this long (the cell "
-                                       "is flagged not-steady)."),
-        duration: str = typer.Option("10s", "--duration", "-d", help="Measured window per cell."),
-        repeat: int = typer.Option(1, "--repeat", help="Repeats, each in a fresh JVM, interleaved."),
+        profile: str = typer.Option("throughput", "--profile", "-p", help="Load profile: a name from `bench "
+                                    "profiles` or a .toml file of your own."),
+        preset: Optional[str] = typer.Option(None, "--preset", help="Run a study's targets, scenarios and profile "
+                                             "(`bench presets`); -f, -v, -s and --profile do not apply."),
+        quick: bool = typer.Option(False, "--quick", help="With --preset: its short form, for CI."),
+        concurrency: Optional[str] = typer.Option(None, "--concurrency", "-c", help="Connections (VUs for rate), "
+                                                  "comma-separated; overrides the profile."),
+        rate: Optional[str] = typer.Option(None, "--rate", help="rate profile: arrivals per second, comma-separated."),
+        requests: Optional[int] = typer.Option(None, "--requests", help="burst profile: requests per cell."),
+        workers: Optional[int] = typer.Option(None, "--workers", help="ramp profile: Locust worker processes."),
+        warmup: Optional[str] = typer.Option(None, "--warmup", help="Warm-up window, repeated until two in a row "
+                                             "agree within 5 % on rps (the JIT has settled); thrown away. 0s: none."),
+        warmup_max: Optional[str] = typer.Option(None, "--warmup-max", help="Give up warming up after this long "
+                                                 "(the cell is flagged not-steady)."),
+        duration: Optional[str] = typer.Option(None, "--duration", "-d", help="Measured window per cell."),
+        repeat: Optional[int] = typer.Option(None, "--repeat", help="Repeats, each in a fresh JVM, interleaved."),
         resume: Optional[str] = typer.Option(None, "--resume", help="Continue this run id with its own plan."),
-        server_cpus: str = ServerCpus, loadgen_cpus: str = LoadgenCpus, heap: str = HeapOpt,
-        port: int = PortOpt, redis_port: int = RedisPortOpt, db_port: int = DbPortOpt,
-        runtime: str = RuntimeOpt, memory: str = MemoryOpt, offline: bool = OfflineOpt,
+        server_cpus: Optional[str] = ServerCpus, loadgen_cpus: Optional[str] = LoadgenCpus,
+        heap: Optional[str] = HeapOpt, port: int = PortOpt, redis_port: int = RedisPortOpt,
+        db_port: int = DbPortOpt, runtime: str = RuntimeOpt, memory: str = MemoryOpt, offline: bool = OfflineOpt,
         start_timeout: str = StartTimeoutOpt,
         timeout: str = typer.Option("30s", "--timeout", help="Per-request timeout of the load generator."),
         results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir", help="Where run folders go.")) -> None:
-    """Build, verify and measure targets; every finished cell is stored at once."""
+    """Build, verify and measure targets under a load profile; every finished cell is stored at once."""
     if resume:
         store = results.RunStore(results.find_run(resume, results_dir))
         plan = runner.Plan.from_dict(store.meta()["plan"])
-        console.print(f"resuming {store.run_id}: {len(store.rows)} cells already measured")
+        console.print(f"resuming {store.run_id}: {len(store.rows)} rows already measured")
     else:
+        if quick and not preset:
+            raise UsageError("--quick goes with --preset")
+        if repeat is not None and repeat < 1:
+            raise UsageError("--repeat must be 1 or more")
+        if preset:
+            chosen = presets.load(preset, discover(), quick=quick)
+            if framework or variant or scenario or profile != "throughput":
+                raise UsageError("--preset chooses the targets, scenarios and profile: leave out -f, -v, -s and "
+                                 "--profile")
+            matrix, prof = chosen.matrix, chosen.profile
+            heap = heap or chosen.heap
+            cpus = chosen.cpus()
+            if cpus and not (server_cpus or loadgen_cpus):
+                server_cpus, loadgen_cpus = cpus
+            console.print(f"preset {chosen.name}: {chosen.description}")
+            if chosen.scaled:
+                console.print(f"[dim]{escape(' '.join(chosen.scaled.split()))}[/]")
+        else:
+            targets = _targets(framework, variant)
+            scenarios = parse_list(scenario, list(SCENARIOS), "scenario")
+            matrix = {t.id: scenarios for t in targets}
+            prof = profiles.load(profile)
+        prof = _override(prof, concurrency, rate, requests, workers, warmup, warmup_max, duration, repeat)
         settings = _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime, memory, offline,
                              start_timeout)
         settings.request_timeout_s = options.duration(timeout, "--timeout")
-        if repeat < 1:
-            raise UsageError("--repeat must be 1 or more")
-        targets = _targets(framework, variant)
-        plan = runner.Plan(targets=[t.id for t in targets],
-                           scenarios=parse_list(scenario, list(SCENARIOS), "scenario"),
-                           concurrency=options.positive_ints(concurrency, "--concurrency"),
-                           warmup_s=options.duration(warmup, "--warmup", allow_zero=True),
-                           warmup_max_s=options.duration(warmup_max, "--warmup-max"),
-                           duration_s=options.duration(duration, "--duration"), repeat=repeat, settings=settings)
-        if plan.scenarios and not any(plan.scenarios_of(t) for t in targets):
-            raise BenchError(f"no selected target serves {', '.join(plan.scenarios)}")
+        plan = runner.Plan(matrix=matrix, profile=prof, settings=settings, preset=preset)
+        catalog = discover()
+        if not any(plan.scenarios_of(resolve(catalog, t)) for t in plan.targets):
+            raise BenchError(f"no selected target serves {', '.join(scenario.split(','))}")
         _check_writable(results_dir)
         store = runner.new_store(root=results_dir)
+    p = plan.profile
+    console.print(f"profile {p.name} ({p.kind}, {p.driver}): {describe_levels(p)}, {p.repeat} repeat(s)")
     started = dt.datetime.now()
     failed = runner.execute(plan, store, console)
     took = (dt.datetime.now() - started).total_seconds()
     _print_results(results.load(store.dir))
-    console.print(f"run {store.run_id}: {len(store.rows)} cells ({failed} failed) in {took:.0f} s -> "
+    console.print(f"run {store.run_id}: {len(store.rows)} rows ({failed} failed cells) in {took:.0f} s -> "
                   f"{store.dir / results.MEASUREMENTS}")
     if failed:
         raise typer.Exit(1)
+
+
+def describe_levels(p: profiles.Profile) -> str:
+    if p.kind == "ramp":
+        r = p.ramp
+        return (f"{r.start_users} users +{r.step_users} every {r.step_s:g} s for {r.steps} steps"
+                + (f", {r.workers} Locust workers" if r.workers else ""))
+    if p.kind == "rate":
+        return f"{', '.join(map(str, p.rates))} req/s for {p.duration_s:g} s with at most {max(p.concurrency)} VUs"
+    if p.kind == "burst":
+        return f"{p.requests:,} requests at {', '.join(map(str, p.concurrency))} connections"
+    return f"{', '.join(map(str, p.concurrency))} connections for {p.duration_s:g} s"
+
+
+def _override(prof: profiles.Profile, concurrency, rate, requests, workers, warmup, warmup_max, duration,
+              repeat) -> profiles.Profile:
+    """The profile with what the command line sets instead; options that the profile's kind has no use
+    for are usage errors rather than silently ignored."""
+    for value, option, kinds in ((rate, "--rate", ("rate",)), (requests, "--requests", ("burst",)),
+                                 (workers, "--workers", ("ramp",)), (concurrency, "--concurrency",
+                                                                     ("throughput", "burst", "rate")),
+                                 (duration, "--duration", ("throughput", "rate"))):
+        if value is not None and prof.kind not in kinds:
+            raise UsageError(f"{option} does not apply to the {prof.kind} profile '{prof.name}' "
+                             f"(it applies to: {', '.join(kinds)})")
+    conc = tuple(options.positive_ints(concurrency, "--concurrency", profiles.MAX_CONNECTIONS)) if concurrency else None
+    if requests is not None and not 1 <= requests <= 10_000_000:
+        raise UsageError(f"--requests {requests} must be from 1 to 10,000,000")
+    if requests is not None and requests < max(conc or prof.concurrency):
+        raise UsageError(f"--requests {requests} is fewer than the concurrency {max(conc or prof.concurrency)}")
+    if workers is not None and not 0 <= workers <= 64:
+        raise UsageError(f"--workers {workers} must be from 0 to 64")
+    ramp = dataclasses.replace(prof.ramp, workers=workers) if workers is not None else None
+    return prof.with_overrides(
+        concurrency=conc, rates=tuple(options.positive_ints(rate, "--rate", 1_000_000)) if rate else None,
+        requests=requests, ramp=ramp, repeat=repeat,
+        warmup_s=options.duration(warmup, "--warmup", allow_zero=True) if warmup else None,
+        warmup_max_s=options.duration(warmup_max, "--warmup-max") if warmup_max else None,
+        duration_s=options.duration(duration, "--duration") if duration else None)
+
+
+@app.command("profiles")
+def profiles_cmd() -> None:
+    """The load profiles shipped in orchestrator/profiles/ (copy one and pass it to --profile)."""
+    table = Table("profile", "kind", "driver", "load", "file", box=box.SIMPLE_HEAD)
+    for name, path in profiles.shipped().items():
+        p = profiles.load(str(path))
+        table.add_row(name, p.kind, p.driver, describe_levels(p), str(path.relative_to(REPO_ROOT)))
+    console.print(table)
+
+
+@app.command("presets")
+def presets_cmd() -> None:
+    """The studies `bench run --preset NAME` reruns, one line each."""
+    catalog = discover()
+    table = Table("preset", "profile", "targets", "what it compares", box=box.SIMPLE_HEAD)
+    table.columns[-1].overflow = "fold"
+    for name in presets.shipped():
+        pr = presets.load(name, catalog)
+        scen = sorted({s for v in pr.matrix.values() for s in v})
+        table.add_row(name, f"{pr.profile.kind} ({pr.profile.driver})", f"{len(pr.matrix)} x {','.join(scen)}",
+                      pr.description)
+    console.print(table)
 
 
 def _check_writable(root: Path) -> None:

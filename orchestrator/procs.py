@@ -13,6 +13,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import psutil
@@ -87,8 +88,12 @@ def stop(popen: subprocess.Popen, grace: float = 10.0) -> None:
 
 
 def require_tool(name: str, how: str, extra_dirs: tuple[str, ...] = ("/usr/sbin", "/sbin")) -> str:
-    """Path of an executable, or MissingTool saying how to install it."""
-    found = shutil.which(name) or shutil.which(name, path=os.pathsep.join(extra_dirs))
+    """Path of an executable, or MissingTool saying how to install it.
+
+    The environment bench runs in comes first: Locust and k6 live in .venv/bin, which is not on
+    PATH when bench is started as .venv/bin/bench."""
+    found = (shutil.which(name, path=os.path.dirname(sys.executable)) or shutil.which(name)
+             or shutil.which(name, path=os.pathsep.join(extra_dirs)))
     if not found:
         raise MissingTool(f"'{name}' not found: install it with `{how}`")
     return found

@@ -23,11 +23,12 @@ from . import RESULTS_DIR, analysis, results
 from .analysis import METRICS, PERCENTILES
 from .errors import UsageError
 
-TIMESERIES = "timeseries.parquet"
+TIMESERIES = results.TIMESERIES
 WIDTH_IN, DPI = 10.0, 100  # 1000 px wide: reads on a laptop without zooming
 FAILED_COLOR = "#c62828"
-TABLE_METRICS = ["rps", "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p999_ms",
-                 "server_cpu_pct", "cpu_ms_per_req", "server_peak_rss_mb", "server_peak_threads", "gc_time_ms"]
+TABLE_METRICS = ["rps", "latency_mean_ms", "latency_p50_ms", "latency_p90_ms", "latency_p95_ms", "latency_p99_ms",
+                 "latency_p999_ms", "mb_received", "server_cpu_pct", "cpu_ms_per_req", "server_peak_rss_mb",
+                 "server_peak_threads", "gc_time_ms"]
 WINNER_METRICS = ["rps", "latency_p50_ms", "latency_p99_ms", "cpu_ms_per_req", "server_peak_rss_mb"]
 RESOURCE_METRICS = ["server_cpu_pct", "server_peak_rss_mb", "server_peak_threads", "gc_time_ms"]
 MARKERS = dict(zip(PERCENTILES, "os^D"))
@@ -340,13 +341,18 @@ def _slug(text: str) -> str:
 def _facts(meta: dict, df: pd.DataFrame) -> str:
     plan, host = meta.get("plan", {}), meta.get("host", {})
     s = plan.get("settings", {})
+    # Runs before profiles existed kept the profile's fields in the plan itself.
+    prof = plan.get("profile") if isinstance(plan.get("profile"), dict) else {**plan, "name": plan.get("profile")}
     parts = [f"started {meta.get('started_at', '?')}", meta.get("status", ""),
+             f"preset {plan['preset']}" if plan.get("preset") else "",
              f"{host.get('cpu_model', '?')}, {host.get('cores', '?')} cores",
              f"JDK {meta.get('jdk', {}).get('version', '?')}",
              f"server CPUs {s.get('server_cpus', '?')}, load generator CPUs {s.get('loadgen_cpus', '?')}",
-             f"heap {s.get('heap', '?')}, {s.get('runtime', '?')} runtime, {s.get('driver', '?')}",
-             f"{plan.get('warmup_s', '?')} s warm-up, {plan.get('duration_s', '?')} s measured, "
-             f"{plan.get('repeat', '?')} repeat(s)",
+             f"heap {s.get('heap', '?')}, {s.get('runtime', '?')} runtime",
+             f"profile {prof.get('name', '?')} ({prof.get('kind', 'throughput')}, "
+             f"{prof.get('driver', s.get('driver', '?'))})",
+             f"warm-up windows of {prof.get('warmup_s', '?')} s until steady, {prof.get('duration_s', '?')} s "
+             f"measured, {prof.get('repeat', '?')} repeat(s)",
              f"{len(df)} cells, {int((df['status'] != 'ok').sum())} failed",
              f"commit {str(meta.get('git_commit', ''))[:12]}"]
     return " · ".join(p for p in parts if p)
@@ -386,7 +392,8 @@ def _sections(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str) -> 
         chart(f"{scenario}-sweep", sweep_chart(summ, scenario, colors, x), f"{scenario} against {x}")
         chart(f"{scenario}-resources", resources_chart(summ, scenario, colors, x), f"{scenario} resources")
         for level in analysis.x_levels(summ, scenario, x):
-            blocks += [("h3", f"{scenario} at {x} {level}"), ("table", comparison_table(summ, scenario, level, x))]
+            blocks += [("h3", f"{scenario} at {analysis.level_name(df, x)} {level:g}"),
+                       ("table", comparison_table(summ, scenario, level, x))]
     blocks.append(("h2", "Startup"))
     chart("startup", startup_chart(df, colors), "startup")
     return blocks
@@ -447,17 +454,19 @@ def _markdown(run_id: str, blocks: list[tuple]) -> str:
     return "\n".join(out)
 
 
-def build(run: str | Path | None = None, root: Path = RESULTS_DIR, x: str = "concurrency") -> tuple[Path, Path]:
+def build(run: str | Path | None = None, root: Path = RESULTS_DIR, x: str | None = None) -> tuple[Path, Path]:
     """Write report.html and report.md (with its report-*.png) into the run folder; return both paths.
 
-    x is the load-level column the charts and tables use (concurrency; users or rate for other drivers).
+    x is the load-level column the charts and tables use; None: rate for an open model, else concurrency
+    (which holds the users of a ramp's steps).
     """
     run_dir = results.find_run(run, root)
     df = results.load(run_dir)
+    x = x or analysis.level_column(df)
     if x not in df:
         raise UsageError(f"no column '{x}' in {run_dir / results.MEASUREMENTS}")
-    ts_path = run_dir / TIMESERIES
-    ts = pd.read_parquet(ts_path) if ts_path.exists() else None
+    ts = results.load_timeseries(run_dir)
+    ts = ts if len(ts) else None
     blocks = _sections(df, results.load_meta(run_dir), ts, x)
     for stale in run_dir.glob("report-*.png"):
         stale.unlink()

@@ -29,7 +29,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command("report")
     def report_cmd(runs: Optional[List[str]] = typer.Argument(None, help="Run ids or folders (default: the newest run)."),
-                   x: str = typer.Option("concurrency", "--x", help="The load-level column of sweeps."),
+                   x: Optional[str] = typer.Option(None, "--x", help="The load-level column of sweeps (default: rate "
+                                                   "for a rate profile, else concurrency)."),
                    results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir")) -> None:
         """Write report.html (self-contained) and report.md (PNGs beside it) into each run folder."""
         from . import report

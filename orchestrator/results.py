@@ -1,7 +1,8 @@
 """Results: the run folder layout, the tidy measurements table, and the pandas API to load them.
 
     results/<run-id>/run.json              what ran, where, with which versions and settings
-    results/<run-id>/measurements.parquet  one row per cell, rewritten atomically after each cell
+    results/<run-id>/measurements.parquet  one row per cell (a ramp: per step), rewritten atomically after each cell
+    results/<run-id>/timeseries.parquet    time-resolved profiles (ramp): one row per second of each cell
     results/<run-id>/logs/                 build, server, verification and load generator logs
 
 `load()` is the only way the reports and notebooks read results.
@@ -21,6 +22,7 @@ import pyarrow.parquet as pq
 from . import RESULTS_DIR
 
 MEASUREMENTS = "measurements.parquet"
+TIMESERIES = "timeseries.parquet"
 RUN_JSON = "run.json"
 
 # The schema of measurements.parquet, in column order. Latencies in ms, memory in MiB.
@@ -28,15 +30,19 @@ SCHEMA = pa.schema([
     ("run_id", pa.string()), ("started_at", pa.string()),
     ("target", pa.string()), ("framework", pa.string()), ("variant", pa.string()),
     ("runtime", pa.string()), ("scenario", pa.string()), ("driver", pa.string()),
-    ("profile", pa.string()), ("concurrency", pa.int64()), ("repeat", pa.int64()),
+    ("profile", pa.string()), ("kind", pa.string()),
+    ("concurrency", pa.int64()),   # connections; users for a ramp step; VUs for a rate
+    ("rate", pa.float64()),        # rate profile: the arrival rate asked for (req/s); else null
+    ("step", pa.int64()),          # ramp profile: the step (1-based); else null
+    ("repeat", pa.int64()),
     ("status", pa.string()), ("reason", pa.string()),
     ("warmup_s", pa.float64()), ("duration_s", pa.float64()),
     ("requests", pa.int64()), ("rps", pa.float64()), ("bytes", pa.int64()),
     ("errors_connect", pa.int64()), ("errors_read", pa.int64()), ("errors_write", pa.int64()),
-    ("errors_timeout", pa.int64()), ("errors_status", pa.int64()),
+    ("errors_timeout", pa.int64()), ("errors_status", pa.int64()), ("dropped", pa.int64()),
     ("latency_min_ms", pa.float64()), ("latency_mean_ms", pa.float64()), ("latency_stdev_ms", pa.float64()),
     ("latency_p50_ms", pa.float64()), ("latency_p75_ms", pa.float64()), ("latency_p90_ms", pa.float64()),
-    ("latency_p99_ms", pa.float64()), ("latency_p999_ms", pa.float64()), ("latency_max_ms", pa.float64()),
+    ("latency_p95_ms", pa.float64()), ("latency_p99_ms", pa.float64()), ("latency_p999_ms", pa.float64()), ("latency_max_ms", pa.float64()),
     ("server_cpu_s", pa.float64()), ("server_cpu_pct", pa.float64()),
     ("server_peak_rss_mb", pa.float64()), ("server_peak_threads", pa.int64()),
     ("container_peak_mem_mb", pa.float64()),
@@ -46,7 +52,18 @@ SCHEMA = pa.schema([
     ("heap", pa.string()), ("server_cpus", pa.string()), ("loadgen_cpus", pa.string()),
 ])
 COLUMNS = SCHEMA.names
-CELL_KEY = ("target", "scenario", "concurrency", "repeat")
+CELL_KEY = ("target", "scenario", "concurrency", "rate", "step", "repeat")
+
+# The schema of timeseries.parquet: one row per second of a time-resolved cell.
+TIMESERIES_SCHEMA = pa.schema([
+    ("run_id", pa.string()), ("target", pa.string()), ("scenario", pa.string()), ("repeat", pa.int64()),
+    ("t_s", pa.int64()), ("epoch_s", pa.int64()), ("step", pa.int64()), ("users", pa.int64()),
+    ("rps", pa.float64()), ("failures_per_s", pa.float64()),
+    ("p50_ms", pa.float64()), ("p95_ms", pa.float64()), ("p99_ms", pa.float64()),
+    ("loadgen_cpu_pct", pa.float64()), ("server_cpu_pct", pa.float64()), ("server_rss_mb", pa.float64()),
+    ("server_threads", pa.int64()),
+])
+TIMESERIES_KEY = ("target", "scenario", "repeat")
 
 
 def _atomic_write(path: Path, write) -> None:
@@ -65,8 +82,11 @@ class RunStore:
         self.dir = Path(run_dir)
         self.logs = self.dir / "logs"
         self.rows: list[dict] = []
+        self.series: list[dict] = []
         if (self.dir / MEASUREMENTS).exists():
             self.rows = pq.read_table(self.dir / MEASUREMENTS).to_pylist()
+        if (self.dir / TIMESERIES).exists():
+            self.series = pq.read_table(self.dir / TIMESERIES).to_pylist()
 
     @property
     def run_id(self) -> str:
@@ -85,15 +105,34 @@ class RunStore:
     def done(self) -> set[tuple]:
         return {tuple(r[k] for k in CELL_KEY) for r in self.rows}
 
-    def add(self, row: dict) -> None:
-        unknown = set(row) - set(COLUMNS)
-        if unknown:
-            raise ValueError(f"not in the results schema: {sorted(unknown)}")
-        key = tuple(row.get(k) for k in CELL_KEY)
-        self.rows = [r for r in self.rows if tuple(r[k] for k in CELL_KEY) != key] + [
-            {c: row.get(c) for c in COLUMNS}]
+    def add(self, row: dict | list[dict], series: list[dict] | None = None) -> None:
+        """Store the rows of one cell (and its time series) on disk, replacing any with the same key.
+
+        The time series goes first: a cell counts as done once its rows are in measurements.parquet."""
+        rows = [row] if isinstance(row, dict) else row
+        for r in rows:
+            unknown = set(r) - set(COLUMNS)
+            if unknown:
+                raise ValueError(f"not in the results schema: {sorted(unknown)}")
+        if series:
+            keys = {tuple(r.get(k) for k in TIMESERIES_KEY) for r in series}
+            self.series = [r for r in self.series if tuple(r[k] for k in TIMESERIES_KEY) not in keys] + [
+                {c: r.get(c) for c in TIMESERIES_SCHEMA.names} for r in series]
+            ts = pa.Table.from_pylist(self.series, schema=TIMESERIES_SCHEMA)
+            _atomic_write(self.dir / TIMESERIES, lambda p: pq.write_table(ts, p))
+        keys = {tuple(r.get(k) for k in CELL_KEY) for r in rows}
+        self.rows = [r for r in self.rows if tuple(r[k] for k in CELL_KEY) not in keys] + [
+            {c: r.get(c) for c in COLUMNS} for r in rows]
         table = pa.Table.from_pylist(self.rows, schema=SCHEMA)
         _atomic_write(self.dir / MEASUREMENTS, lambda p: pq.write_table(table, p))
+
+
+def _with_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Runs stored before a column existed load with it empty, so that every frame has the whole schema."""
+    for f in schema:
+        if f.name not in table.column_names:
+            table = table.append_column(f, pa.nulls(len(table), f.type))
+    return table
 
 
 def new_run_id(now) -> str:
@@ -134,11 +173,31 @@ def load(runs: str | Path | Iterable[str | Path] | None = None, root: Path = RES
         d = find_run(run, root)
         path = d / MEASUREMENTS
         try:
-            frames.append(pq.read_table(path).to_pandas())
+            frames.append(_with_schema(pq.read_table(path), SCHEMA).to_pandas())
         except (OSError, pa.ArrowException) as e:
             warnings.warn(f"skipping {path}: {e}", stacklevel=2)
     if not frames:
         return pd.DataFrame({c: pd.Series(dtype=SCHEMA.field(c).type.to_pandas_dtype()) for c in COLUMNS})
+    return pd.concat(frames, ignore_index=True)
+
+
+def load_timeseries(runs: str | Path | Iterable[str | Path] | None = None, root: Path = RESULTS_DIR) -> pd.DataFrame:
+    """The per-second series of time-resolved cells (ramp profiles) of one run or several; columns as in
+    TIMESERIES_SCHEMA, empty when no run has any. Unreadable files are skipped with a warning."""
+    if runs is None or isinstance(runs, (str, Path)):
+        runs = [runs]
+    frames = []
+    for run in runs:
+        path = find_run(run, root) / TIMESERIES
+        if not path.exists():
+            continue
+        try:
+            frames.append(_with_schema(pq.read_table(path), TIMESERIES_SCHEMA).to_pandas())
+        except (OSError, pa.ArrowException) as e:
+            warnings.warn(f"skipping {path}: {e}", stacklevel=2)
+    if not frames:
+        return pd.DataFrame({c: pd.Series(dtype=TIMESERIES_SCHEMA.field(c).type.to_pandas_dtype())
+                             for c in TIMESERIES_SCHEMA.names})
     return pd.concat(frames, ignore_index=True)
 
 

@@ -27,10 +27,11 @@ from .hostinfo import git_commit, host_info, tool_versions
 from .httpclient import request
 from .jdk import Jdk, find_jdk
 from .jvm import cpu_count, jvm_options
+from .profiles import Profile
 from .procs import ensure_port_free, log_tail, public_listeners
 from .results import RunStore, new_run_id
 from .runtimes import LaunchSpec, Runtime, Server
-from .sampling import Sampler
+from .sampling import Sampler, ServerSample
 from .scenarios import SCENARIOS
 from .verify import Verification, verify
 
@@ -52,33 +53,46 @@ class Settings:
     runtime: str = "process"
     memory: str = "1g"                 # docker runtime: the container's limit (swap included)
     offline: bool = False              # docker runtime: never try to pull base images
-    driver: str = "wrk"
     start_timeout_s: float = 120.0
     request_timeout_s: float = 30.0
 
 
 @dataclass
 class Plan:
-    targets: list[str]                 # target ids, in order
-    scenarios: list[str] | None        # None: every scenario each target declares
-    concurrency: list[int]
-    warmup_s: float = 5.0              # one warm-up window; repeated until steady
-    warmup_max_s: float = 90.0         # warm-up gives up (and flags the cell) after this long
-    duration_s: float = 10.0
-    repeat: int = 1
-    profile: str = "throughput"
+    """What a run measures: each target with its scenarios, under one load profile."""
+    matrix: dict[str, list[str] | None]   # target id -> scenarios (None: every scenario it serves), in order
+    profile: Profile
     settings: Settings = field(default_factory=Settings)
+    preset: str | None = None
+
+    @property
+    def targets(self) -> list[str]:
+        return list(self.matrix)
+
+    @property
+    def repeat(self) -> int:
+        return self.profile.repeat
 
     def scenarios_of(self, target: Target) -> list[str]:
         own = target.framework.scenarios
-        return [s for s in (self.scenarios or own) if s in own]
+        return [s for s in (self.matrix.get(target.id) or own) if SCENARIOS[s].served_as in own]
 
-    def cells(self, target: Target, repeat: int) -> list[tuple[str, int]]:
-        return [(s, c) for s in self.scenarios_of(target) for c in self.concurrency]
+    def cells(self, target: Target) -> list[tuple[str, int, float | None]]:
+        """(scenario, concurrency, rate) of each cell of the target, in the order they run."""
+        return [(s, c, r) for s in self.scenarios_of(target) for c, r in self.profile.levels()]
+
+    def row_keys(self, target: Target, repeat: int, cell: tuple[str, int, float | None]) -> list[tuple]:
+        """The results.CELL_KEY of every row the cell writes."""
+        scenario, conc, rate = cell
+        return [(target.id, scenario, c, r, step, repeat) for c, r, step in self.profile.row_keys(conc, rate)]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> "Plan":
-        return cls(**{**d, "settings": Settings(**d["settings"])})
+        return cls(matrix=d["matrix"], profile=Profile.from_dict(d["profile"]),
+                   settings=Settings(**d["settings"]), preset=d.get("preset"))
 
 
 @dataclass
@@ -244,49 +258,84 @@ def _failed_row(base: dict, reason: str) -> dict:
     return {**base, "status": "failed", "reason": reason, "requests": 0, "rps": 0.0}
 
 
+def level_label(row: dict) -> str:
+    """How a row's load is named: c=256, 1000/s, or step 3 (150 users)."""
+    if row.get("rate"):
+        return f"{row['rate']:g}/s"
+    if row.get("step"):
+        return f"step {row['step']} u={row['concurrency']}"
+    return f"c={row['concurrency']}"
+
+
 def _result_line(row: dict) -> str:
     if row["status"] != "ok":
-        return f"[red]FAILED[/] {row['target']} {row['scenario']} c={row['concurrency']}: {escape(row['reason'].splitlines()[0][:160])}"
+        return (f"[red]FAILED[/] {row['target']} {row['scenario']} {level_label(row)}: "
+                f"{escape(row['reason'].splitlines()[0][:160])}")
     flags = f" [yellow][{row['flags']}][/]" if row["flags"] else ""
-    return (f"{row['target']:<34} {row['scenario']:<10} c={row['concurrency']:<5} "
+    return (f"{row['target']:<34} {row['scenario']:<10} {level_label(row):<10} "
             f"{row['rps']:>10,.0f} rps  p50 {row['latency_p50_ms']:7.2f} ms  p99 {row['latency_p99_ms']:8.2f} ms  "
             f"cpu {row['server_cpu_pct']:4.0f}%  rss {row['server_peak_rss_mb']:5.0f} MiB  "
             f"thr {row['server_peak_threads']}{flags}")
 
 
-def warm_up(driver, plan: Plan, spec_args: dict) -> tuple[float, bool]:
-    """Load in windows of plan.warmup_s until two in a row agree within STEADY_TOLERANCE on rps and
-    the last one had no stalls (Little's law holds: a JVM still compiling or deoptimising stalls, and
-    wrk's latency correction then inflates the in-flight count far above the connections).
+def warm_up(profile: Profile, spec_args: dict) -> tuple[float, bool]:
+    """Load with wrk in windows of profile.warmup_s until two in a row agree within STEADY_TOLERANCE on
+    rps and the last one had no stalls (Little's law holds: a JVM still compiling or deoptimising
+    stalls, and wrk's latency correction then inflates the in-flight count far above the connections).
 
     On one core a JVM's JIT competes with the requests and needs far longer than a fixed few
     seconds (Spring WebFlux on json: 1.4k rps after 5 s, 10.6k after a minute), so a fixed warm-up
-    would publish a cold JVM. Returns the seconds spent and whether a steady state was reached.
+    would publish a cold JVM. Every profile warms up this way, whatever drives its measured load.
+    Returns the seconds spent and whether a steady state was reached.
     """
-    if plan.warmup_s <= 0:
+    if profile.warmup_s <= 0:
         return 0.0, True
+    wrk = drivers.get("wrk")
     spent, previous = 0.0, None
     while True:
-        r = driver.run(drivers.LoadSpec(duration_s=plan.warmup_s, **spec_args))
-        spent += plan.warmup_s
+        r = wrk.run(drivers.LoadSpec(duration_s=profile.warmup_s, **spec_args))
+        spent += profile.warmup_s
         ratio = littles_law_ratio(spec_args["concurrency"], r)
         if previous is not None and previous.rps > 0 and abs(r.rps - previous.rps) <= STEADY_TOLERANCE * previous.rps \
                 and LITTLE_LOW <= ratio <= LITTLE_HIGH:
             return spent, True
-        if spent + plan.warmup_s > plan.warmup_max_s:
+        if spent + profile.warmup_s > profile.warmup_max_s:
             return spent, False
         previous = r
 
 
+def _measured_row(base: dict, r: drivers.LoadResult, smp: ServerSample, flags: list[str]) -> dict:
+    return {
+        **base, "status": "ok", "reason": "", "requests": r.requests, "rps": r.rps,
+        "bytes": r.bytes, "errors_connect": r.errors_connect, "errors_read": r.errors_read,
+        "errors_write": r.errors_write, "errors_timeout": r.errors_timeout,
+        "errors_status": r.errors_status, "dropped": r.dropped, "duration_s": r.duration_s,
+        **{f"latency_{k}_ms": getattr(r, f"latency_{k}") for k in
+           ("min", "mean", "stdev", "p50", "p75", "p90", "p95", "p99", "p999", "max")},
+        "server_cpu_s": smp.cpu_s,
+        # Over the sampled wall time: a burst's own duration leaves out its connection set-up and tail.
+        "server_cpu_pct": 100.0 * smp.cpu_s / smp.wall_s if smp.wall_s else None,
+        "server_peak_rss_mb": smp.peak_rss_bytes / MiB, "server_peak_threads": smp.peak_threads,
+        "container_peak_mem_mb": smp.peak_container_mem_bytes / MiB if smp.peak_container_mem_bytes else None,
+        "gc_count": smp.gc_count, "gc_time_ms": smp.gc_time_s * 1000 if smp.gc_time_s is not None else None,
+        "gc_collector": smp.collector,
+        "loadgen_cpu_pct": 100.0 * r.loadgen_cpu_s / r.duration_s if r.duration_s else None,
+        "littles_ratio": littles_law_ratio(base["concurrency"], r), "flags": ",".join(flags),
+    }
+
+
 def measure_cell(pipeline: Pipeline, started: Started, plan: Plan, base: dict, scenario: str,
-                 concurrency: int) -> dict:
-    s = plan.settings
-    driver = drivers.get(s.driver)
-    spec_args = dict(port=s.port, scenario=SCENARIOS[scenario], concurrency=concurrency, cpus=s.loadgen_cpus,
+                 concurrency: int, rate: float | None) -> tuple[list[dict], list[dict]]:
+    """Warm up, drive the profile's load while sampling the server, check the server still answers;
+    returns the measurement rows (one; a ramp: one per step) and the per-second series (ramp)."""
+    s, p = plan.settings, plan.profile
+    spec_args = dict(port=s.port, scenario=SCENARIOS[scenario], cpus=s.loadgen_cpus,
                      timeout_s=s.request_timeout_s, out_dir=pipeline.logs / "load")
-    warmed_s, steady = warm_up(driver, plan, spec_args)
-    with Sampler(started.server) as sampler:
-        result = driver.run(drivers.LoadSpec(duration_s=plan.duration_s, **spec_args))
+    warmed_s, steady = warm_up(p, {**spec_args, "concurrency": p.warmup_connections(concurrency)})
+    load = drivers.LoadSpec(concurrency=concurrency, duration_s=p.duration_s, requests=p.requests, rate=rate,
+                            ramp=p.ramp, **spec_args)
+    with Sampler(started.server, timeline=p.ramp is not None) as sampler:
+        result = drivers.get(p.driver).run(load)
     alive = started.server.exit_code() is None
     if not alive:
         raise TargetFailed(f"target exited with {started.server.exit_code()} during the cell; last lines of "
@@ -297,23 +346,34 @@ def measure_cell(pipeline: Pipeline, started: Started, plan: Plan, base: dict, s
         raise TargetFailed(f"target stopped answering: no response to its health path within {PROBE_TIMEOUT_S:.0f} s "
                            f"after the cell ({result.requests} requests answered in the cell); last lines of "
                            f"{started.server.log_path}:\n{log_tail(started.server.log_path)}") from None
-    smp = sampler.result
-    flags = cell_flags(concurrency, result, cpu_count(s.loadgen_cpus), alive) + ([] if steady else ["not-steady"])
-    return {
-        **base, "status": "ok", "reason": "", "requests": result.requests, "rps": result.rps,
-        "bytes": result.bytes, "errors_connect": result.errors_connect, "errors_read": result.errors_read,
-        "errors_write": result.errors_write, "errors_timeout": result.errors_timeout,
-        "errors_status": result.errors_status, "duration_s": result.duration_s, "warmup_s": warmed_s,
-        **{f"latency_{k}_ms": getattr(result, f"latency_{k}") for k in
-           ("min", "mean", "stdev", "p50", "p75", "p90", "p99", "p999", "max")},
-        "server_cpu_s": smp.cpu_s, "server_cpu_pct": 100.0 * smp.cpu_s / result.duration_s if result.duration_s else None,
-        "server_peak_rss_mb": smp.peak_rss_bytes / MiB, "server_peak_threads": smp.peak_threads,
-        "container_peak_mem_mb": smp.peak_container_mem_bytes / MiB if smp.peak_container_mem_bytes else None,
-        "gc_count": smp.gc_count, "gc_time_ms": smp.gc_time_s * 1000 if smp.gc_time_s is not None else None,
-        "gc_collector": smp.collector,
-        "loadgen_cpu_pct": 100.0 * result.loadgen_cpu_s / result.duration_s if result.duration_s else None,
-        "littles_ratio": littles_law_ratio(concurrency, result), "flags": ",".join(flags),
-    }
+    base = {**base, "warmup_s": warmed_s}
+    cores = cpu_count(s.loadgen_cpus)
+    # Little's law ties rps and latency to the clients only in a closed loop of fixed size.
+    closed = p.kind in ("throughput", "ramp")
+
+    def flags(conc: int, r: drivers.LoadResult) -> list[str]:
+        return cell_flags(conc, r, cores, alive, closed_loop=closed) + r.flags + ([] if steady else ["not-steady"])
+
+    if p.ramp is None:
+        row = _measured_row({**base, "concurrency": concurrency, "rate": rate}, result, sampler.result,
+                            flags(concurrency, result))
+        return [row], []
+    rows = []
+    for step, r in enumerate(result.steps, start=1):
+        users = p.ramp.users(step)
+        smp = sampler.window(r.started_at, r.started_at + p.ramp.step_s)
+        rows.append(_measured_row({**base, "concurrency": users, "step": step, "duration_s": r.duration_s},
+                                  r, smp, flags(users, r)))
+    series = []
+    for rec in result.timeseries:
+        smp = sampler.window(rec["epoch_s"], rec["epoch_s"] + 1)
+        step = min(p.ramp.steps, max(1, int((rec["epoch_s"] + 0.5 - result.started_at) // p.ramp.step_s) + 1))
+        series.append({**rec, "run_id": base["run_id"], "target": base["target"], "scenario": scenario,
+                       "repeat": base["repeat"], "step": step,
+                       "server_cpu_pct": 100.0 * smp.cpu_s if smp.cpu_s == smp.cpu_s else None,
+                       "server_rss_mb": smp.peak_rss_bytes / MiB if smp.peak_rss_bytes else None,
+                       "server_threads": smp.peak_threads or None})
+    return rows, series
 
 
 def execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | None = None) -> int:
@@ -327,7 +387,8 @@ def _execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | No
     s = plan.settings
     pipeline = Pipeline(s, store.logs, console)
     targets = [resolve(pipeline.catalog, t) for t in plan.targets]
-    drivers.get(s.driver).check_installed()
+    for name in dict.fromkeys(["wrk", plan.profile.driver]):
+        drivers.get(name).check_installed()
     for leftover in pipeline.cleanup_leftovers():
         console.print(f"[yellow]removed a leftover of an earlier run:[/] {leftover}")
     pipeline.check_ports(targets, shared_infra=infra_mod.load_state() is not None)
@@ -340,11 +401,12 @@ def _execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | No
         meta = {"run_id": store.run_id, "started_at": dt.datetime.now().isoformat(timespec="seconds"),
                 "command": argv or sys.argv, "git_commit": git_commit(), "host": host_info(),
                 "jdk": {"home": str(pipeline.jdk.home), "version": pipeline.jdk.version},
-                "tools": tool_versions(), "plan": asdict(plan), "warnings": [f"busy: {w}" for w in warnings_],
+                "tools": tool_versions(), "plan": plan.to_dict(), "warnings": [f"busy: {w}" for w in warnings_],
                 "status": "running"}
         store.create(meta)
-    todo = [(r, t, sc, c) for r in range(1, plan.repeat + 1) for t in targets
-            for sc, c in plan.cells(t, r) if (t.id, sc, c, r) not in store.done()]
+    done = store.done()
+    todo = [(r, t, cell) for r in range(1, plan.repeat + 1) for t in targets for cell in plan.cells(t)
+            if not set(plan.row_keys(t, r, cell)) <= done]
     failed = 0
     try:
         pipeline.build_all(targets)
@@ -359,7 +421,7 @@ def _execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | No
             task = progress.add_task("starting", total=len(todo))
             for repeat in range(1, plan.repeat + 1):
                 for target in targets:
-                    cells = [(sc, c) for r, t, sc, c in todo if r == repeat and t.id == target.id]
+                    cells = [cell for r, t, cell in todo if r == repeat and t.id == target.id]
                     if cells:
                         failed += _run_target(pipeline, plan, store, infra, target, repeat, cells, progress, task)
         meta["status"] = "finished"
@@ -375,27 +437,33 @@ def _execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | No
 
 
 def _run_target(pipeline: Pipeline, plan: Plan, store: RunStore, infra: list, target: Target, repeat: int,
-                cells: list[tuple[str, int]], progress: Progress, task) -> int:
-    s = plan.settings
+                cells: list[tuple[str, int, float | None]], progress: Progress, task) -> int:
+    s, p = plan.settings, plan.profile
     console = pipeline.console
 
-    def base(scenario: str, concurrency: int, started: Started | None) -> dict:
+    def base(scenario: str, started: Started | None) -> dict:
         return {"run_id": store.run_id, "started_at": dt.datetime.now().isoformat(timespec="seconds"),
                 "target": target.id, "framework": target.framework.name, "variant": target.variant.name,
-                "runtime": s.runtime, "scenario": scenario, "driver": s.driver, "profile": plan.profile,
-                "concurrency": concurrency, "repeat": repeat, "warmup_s": plan.warmup_s,
-                "duration_s": plan.duration_s, "heap": s.heap, "server_cpus": s.server_cpus,
-                "loadgen_cpus": s.loadgen_cpus,
+                "runtime": s.runtime, "scenario": scenario, "driver": p.driver, "profile": p.name,
+                "kind": p.kind, "repeat": repeat, "warmup_s": p.warmup_s, "duration_s": p.measured_s(),
+                "heap": s.heap, "server_cpus": s.server_cpus, "loadgen_cpus": s.loadgen_cpus,
                 "startup_s": started.startup_s if started else None,
                 "rss_after_start_mb": started.rss_after_start_mb if started else None}
 
-    def fail_rest(rest, reason, started=None) -> int:
-        for sc, c in rest:
-            row = _failed_row(base(sc, c, started), reason)
-            store.add(row)
+    def failed_rows(cell, reason: str, started=None) -> list[dict]:
+        scenario, conc, rate = cell
+        return [_failed_row({**base(scenario, started), "concurrency": c, "rate": r, "step": step}, reason)
+                for c, r, step in p.row_keys(conc, rate)]
+
+    def store_cell(rows: list[dict], series: list[dict] | None = None) -> int:
+        store.add(rows, series)
+        for row in rows:
             console.print(_result_line(row))
-            progress.advance(task)
-        return len(rest)
+        progress.advance(task)
+        return any(row["status"] != "ok" for row in rows)
+
+    def fail_rest(rest, reason, started=None) -> int:
+        return sum(store_cell(failed_rows(cell, reason, started)) for cell in rest)
 
     def restart_dead_infra() -> str:
         """Restart Redis/MariaDB if one died; returns what died with its log tail, or ''."""
@@ -428,23 +496,22 @@ def _run_target(pipeline: Pipeline, plan: Plan, store: RunStore, infra: list, ta
     try:
         i = 0
         while started and i < len(cells):
-            scenario, conc = cells[i]
-            progress.update(task, description=f"{target.id} {scenario} c={conc}")
+            cell = cells[i]
+            scenario, conc, rate = cell
+            progress.update(task, description=f"{target.id} {scenario} " + (f"{rate:g}/s" if rate else f"c={conc}"))
+            series: list[dict] = []
             try:
-                row = measure_cell(pipeline, started, plan, base(scenario, conc, started), scenario, conc)
+                rows, series = measure_cell(pipeline, started, plan, base(scenario, started), scenario, conc, rate)
             except TargetFailed as e:
                 failed += fail_rest(cells[i:], e.reason, started)
                 break
-            except drivers.base.DriverFailed as e:
-                row = _failed_row(base(scenario, conc, started), f"load generator failed: {e}")
+            except drivers.DriverFailed as e:
+                rows = failed_rows(cell, f"load generator failed: {e}", started)
             died = restart_dead_infra()
             if died:
                 # The target's connections (and password) were to the dead servers: start it afresh too.
-                row = _failed_row(base(scenario, conc, started), died)
-            store.add(row)
-            failed += row["status"] != "ok"
-            console.print(_result_line(row))
-            progress.advance(task)
+                rows, series = failed_rows(cell, died, started), []
+            failed += store_cell(rows, series)
             i += 1
             if died and i < len(cells):
                 started.stop()

@@ -26,6 +26,12 @@ class Scenario:
     expected: Any = None           # exact text, or the parsed JSON document
     body: bytes | None = None      # request body
     headers: dict[str, str] = field(default_factory=dict)
+    endpoint: str = ""             # the manifest scenario whose endpoint this one loads ("": its own)
+
+    @property
+    def served_as(self) -> str:
+        """The scenario name a framework.toml lists for this one's endpoint."""
+        return self.endpoint or self.name
 
     @property
     def is_json(self) -> bool:
@@ -39,6 +45,8 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     Scenario("plaintext", "GET", "/plaintext", 200, "text/plain", HELLO),
     Scenario("json", "GET", "/json", 200, "application/json", {"message": HELLO}),
     Scenario("sleep", "GET", "/sleep?ms=100", 200, "application/json", {"sleptMs": 100}),
+    # The ramp study's "sleep 1 s": the same endpoint, ten times as long.
+    Scenario("sleep-1s", "GET", "/sleep?ms=1000", 200, "application/json", {"sleptMs": 1000}, endpoint="sleep"),
     Scenario("cpu", "GET", "/cpu?n=20000", 200, "application/json", {"n": 20000, "primes": 2262}),
     Scenario("redis", "GET", "/redis", 200, "application/json", list(REDIS_SEED.values())),
     Scenario("db-read", "GET", "/db?id=42", 200, "application/json", seeded_row(42)),
@@ -47,6 +55,10 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     Scenario("proxy", "GET", "/proxy/sleep?ms=100", 200, "application/json", {"sleptMs": 100}),
     Scenario("proxy-json", "GET", "/proxy/json", 200, "application/json", {"message": HELLO}),
 ]}
+
+
+# What a framework.toml may list: the scenarios with an endpoint of their own.
+MANIFEST_SCENARIOS = [name for name, s in SCENARIOS.items() if not s.endpoint]
 
 
 def parse_list(value: str | None, valid: list[str], what: str) -> list[str] | None:

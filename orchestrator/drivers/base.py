@@ -8,18 +8,37 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+import psutil
+
+from ..profiles import Ramp
 from ..scenarios import Scenario
+
+PERCENTILES = {"p50": 50, "p75": 75, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9}
 
 
 @dataclass(frozen=True)
 class LoadSpec:
     port: int
     scenario: Scenario
-    concurrency: int
+    concurrency: int          # connections (wrk, h2load), VUs (k6), users at the start (Locust)
     duration_s: float
     cpus: str                 # where the generator runs (taskset list)
     timeout_s: float          # per request; far above the worst expected latency
     out_dir: Path             # for the generator's own files
+    requests: int = 0         # burst: send this many, then stop
+    rate: float | None = None  # open model: arrivals per second
+    ramp: Ramp | None = None  # stepped users
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{self.scenario.path}"
+
+    @property
+    def stem(self) -> str:
+        """A file name stem for this load's files, distinct per scenario and level."""
+        level = f"r{self.rate:g}" if self.rate else f"c{self.concurrency}"
+        return f"{self.scenario.name}-{level}"
 
 
 @dataclass
@@ -39,11 +58,16 @@ class LoadResult:
     latency_p50: float = float("nan")
     latency_p75: float = float("nan")
     latency_p90: float = float("nan")
+    latency_p95: float = float("nan")
     latency_p99: float = float("nan")
     latency_p999: float = float("nan")
     latency_max: float = float("nan")
     loadgen_cpu_s: float = float("nan")
-    extra: dict = field(default_factory=dict)
+    dropped: int = 0          # open model: arrivals the generator could not send (all VUs busy)
+    flags: list[str] = field(default_factory=list)   # what the driver itself found suspect
+    started_at: float = float("nan")                 # epoch seconds of the window's start
+    steps: list["LoadResult"] = field(default_factory=list)   # ramp: one result per step
+    timeseries: list[dict] = field(default_factory=list)      # ramp: one record per second
 
     @property
     def rps(self) -> float:
@@ -58,6 +82,26 @@ class DriverFailed(Exception):
     pass
 
 
+def latency_fields(values_ms, counts=None) -> dict[str, float]:
+    """min, mean, stdev, max and the PERCENTILES (nearest rank) of latencies, as LoadResult fields.
+
+    values_ms are single latencies, or histogram buckets when counts gives how many fell in each."""
+    v = np.asarray(values_ms, dtype=float)
+    n = np.ones_like(v) if counts is None else np.asarray(counts, dtype=float)
+    if v.size == 0 or n.sum() == 0:
+        return {}
+    order = np.argsort(v)
+    v, n = v[order], n[order]
+    cum, total = np.cumsum(n), n.sum()
+    mean = float((v * n).sum() / total)
+    out = {"latency_min": float(v[0]), "latency_max": float(v[-1]), "latency_mean": mean,
+           "latency_stdev": float(np.sqrt((n * (v - mean) ** 2).sum() / total))}
+    for key, p in PERCENTILES.items():
+        rank = max(1.0, np.ceil(p / 100.0 * total))
+        out[f"latency_{key}"] = float(v[np.searchsorted(cum, rank)])
+    return out
+
+
 class Driver(abc.ABC):
     name: str
 
@@ -70,30 +114,66 @@ class Driver(abc.ABC):
         """Drive load for spec.duration_s and return the measured window; DriverFailed on failure."""
 
 
-def run_generator(argv: list[str], log_path: Path, deadline_s: float, cpus: str | None) -> tuple[int, float, float]:
-    """Run a load generator to completion, bounded in time, and return (exit code, wall s, CPU s).
+@dataclass
+class Finished:
+    """One generator process that ran to its end."""
+    argv: list[str]
+    exit_code: int
+    wall_s: float
+    cpu_s: float
+    cpu_timeline: list[tuple[float, float]] = field(default_factory=list)   # (epoch s, CPU s so far)
 
-    CPU time comes from wait4's rusage of the finished child, so it is exact and costs nothing
-    while the generator runs. A generator that overruns its deadline is killed.
+
+def run_generator(argv: list[str], log_path: Path, deadline_s: float, cpus: str | None,
+                  env: dict[str, str] | None = None) -> tuple[int, float, float]:
+    """Run a load generator to completion, bounded in time, and return (exit code, wall s, CPU s)."""
+    f = run_generators([argv], [log_path], deadline_s, cpus, env)[0]
+    return f.exit_code, f.wall_s, f.cpu_s
+
+
+def run_generators(argvs: list[list[str]], log_paths: list[Path], deadline_s: float, cpus: str | None,
+                   env: dict[str, str] | None = None) -> list[Finished]:
+    """Run generator processes side by side (a Locust master and its workers) until every one has
+    ended, bounded in time; one Finished each, in order.
+
+    CPU time comes from wait4's rusage of each finished child, so it is exact and costs nothing
+    while the generators run. Past the deadline, or on any exception, all of them are killed.
     """
     from ..procs import spawn
     started = time.monotonic()
-    proc = spawn(argv, log_path=log_path, cpus=cpus)
+    procs = [spawn(argv, log_path=log, cpus=cpus, env=None if env is None else {**os.environ, **env})
+             for argv, log in zip(argvs, log_paths)]
+    timelines: list[list[tuple[float, float]]] = [[] for _ in procs]
+    done: dict[int, Finished] = {}
+    next_sample = 0.0
     try:
-        while True:
-            pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                proc.returncode = os.waitstatus_to_exitcode(status)
-                return proc.returncode, time.monotonic() - started, rusage.ru_utime + rusage.ru_stime
+        while len(done) < len(procs):
+            sample = time.monotonic() >= next_sample
+            if sample:
+                next_sample = time.monotonic() + 1.0
+            for i, proc in enumerate(procs):
+                if i in done:
+                    continue
+                pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    proc.returncode = os.waitstatus_to_exitcode(status)
+                    done[i] = Finished(argvs[i], proc.returncode, time.monotonic() - started,
+                                       rusage.ru_utime + rusage.ru_stime, timelines[i])
+                elif sample:
+                    try:
+                        t = psutil.Process(proc.pid).cpu_times()
+                        timelines[i].append((time.time(), t.user + t.system))
+                    except psutil.Error:
+                        pass
             if time.monotonic() - started > deadline_s:
-                proc.kill()
-                raise DriverFailed(f"{argv[0]} did not finish within {deadline_s:.0f} s and was killed")
+                raise DriverFailed(f"{argvs[0][0]} did not finish within {deadline_s:.0f} s and was killed")
             time.sleep(0.05)
-    except BaseException:
-        if proc.returncode is None:
-            proc.kill()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
-        raise
+        return [done[i] for i in range(len(procs))]
+    finally:
+        for proc in procs:
+            if proc.returncode is None:
+                proc.kill()
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass

@@ -7,9 +7,7 @@ from pathlib import Path
 
 from ..jvm import cpu_count
 from ..procs import log_tail, require_tool
-from .base import Driver, DriverFailed, LoadResult, LoadSpec, run_generator
-
-PERCENTILES = {"p50": 50, "p75": 75, "p90": 90, "p99": 99, "p999": 99.9}
+from .base import PERCENTILES, Driver, DriverFailed, LoadResult, LoadSpec, run_generator
 
 # Runs in wrk's summary Lua state; OUT is defined above it. `response` stays nil on purpose:
 # wrk then skips handing bodies to Lua, and summary.errors.status still counts statuses >= 400.
@@ -78,7 +76,7 @@ class WrkDriver(Driver):
     def run(self, spec: LoadSpec) -> LoadResult:
         wrk = require_tool("wrk", "apt-get install -y wrk")
         spec.out_dir.mkdir(parents=True, exist_ok=True)
-        stem = f"wrk-{spec.scenario.name}-c{spec.concurrency}"
+        stem = f"wrk-{spec.stem}"
         script, out_json, log = (spec.out_dir / f"{stem}.lua", spec.out_dir / f"{stem}.json",
                                  spec.out_dir / f"{stem}.log")
         out_json.unlink(missing_ok=True)
@@ -86,8 +84,7 @@ class WrkDriver(Driver):
         threads = max(1, min(cpu_count(spec.cpus), spec.concurrency))
         duration = max(1, math.ceil(spec.duration_s))
         argv = [wrk, f"-t{threads}", f"-c{spec.concurrency}", f"-d{duration}s",
-                f"--timeout={math.ceil(spec.timeout_s)}s", "-s", str(script),
-                f"http://127.0.0.1:{spec.port}{spec.scenario.path}"]
+                f"--timeout={math.ceil(spec.timeout_s)}s", "-s", str(script), spec.url]
         rc, _wall, cpu_s = run_generator(argv, log, deadline_s=duration + spec.timeout_s + 30, cpus=spec.cpus)
         if rc != 0 or not out_json.exists():
             raise DriverFailed(f"wrk exited with {rc}: {log_tail(log, 5) or 'no output'}")

@@ -1,0 +1,93 @@
+"""k6: an open model at a fixed arrival rate (constant-arrival-rate), or a closed loop of constant VUs.
+
+At a fixed rate, k6 starts each iteration on schedule whatever the earlier ones do, so a slow
+response delays no later request (no coordinated omission); when every VU is busy it drops the
+arrival and counts it (dropped_iterations). The summary comes from handleSummary as JSON.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+
+from ..procs import log_tail, require_tool
+from .base import PERCENTILES, Driver, DriverFailed, LoadResult, LoadSpec, run_generator
+
+VERSION = "v1.8.1"
+INSTALL = f"GOBIN=$PWD/.venv/bin go install go.k6.io/k6@{VERSION} (python3 -m orchestrator does it)"
+TREND_STATS = ["min", "avg", "max", "count", *(f"p({p})" for p in PERCENTILES.values())]
+
+
+def script(spec: LoadSpec, out_json: str) -> str:
+    """The k6 test: one request per iteration; the executor by whether a rate is given."""
+    s = spec.scenario
+    duration = f"{max(1, math.ceil(spec.duration_s))}s"
+    if spec.rate:
+        executor = {"executor": "constant-arrival-rate", "rate": int(spec.rate), "timeUnit": "1s",
+                    "duration": duration, "preAllocatedVUs": spec.concurrency, "maxVUs": spec.concurrency}
+    else:
+        executor = {"executor": "constant-vus", "vus": spec.concurrency, "duration": duration}
+    options = {"scenarios": {"load": {**executor, "gracefulStop": f"{math.ceil(spec.timeout_s)}s"}},
+               "summaryTrendStats": TREND_STATS, "discardResponseBodies": True}
+    params = {"headers": s.headers, "timeout": f"{math.ceil(spec.timeout_s)}s"}
+    body = json.dumps(s.body.decode()) if s.body is not None else "null"
+    # json.dumps gives JavaScript literals for every value here; nothing is pasted in as code.
+    return (f"import http from 'k6/http';\n"
+            f"export const options = {json.dumps(options)};\n"
+            f"const URL = {json.dumps(spec.url)}, METHOD = {json.dumps(s.method)}, BODY = {body};\n"
+            f"const PARAMS = {json.dumps(params)};\n"
+            f"export default function () {{ http.request(METHOD, URL, BODY, PARAMS); }}\n"
+            f"export function handleSummary(data) {{ return {{ {json.dumps(out_json)}: JSON.stringify(data) }}; }}\n")
+
+
+def parse_summary(doc: dict, loadgen_cpu_s: float, wall_s: float) -> LoadResult:
+    """k6's summary data -> LoadResult. Durations are in ms already."""
+    m = doc["metrics"]
+
+    def value(metric: str, key: str, default=0):
+        return m.get(metric, {}).get("values", {}).get(key, default)
+
+    requests = int(value("http_reqs", "count"))
+    failed = int(value("http_req_failed", "passes"))   # "passes" of the failed-rate: requests that failed
+    duration_s = doc.get("state", {}).get("testRunDurationMs", wall_s * 1000) / 1000.0
+    trend = m.get("http_req_duration", {}).get("values", {})
+    lat = {f"latency_{k}": trend.get(f"p({p})", float("nan")) for k, p in PERCENTILES.items()}
+    return LoadResult(
+        requests=requests, duration_s=duration_s, bytes=int(value("data_received", "count")),
+        # k6 does not report why a request failed; status failures and socket errors share one count.
+        errors_status=failed, dropped=int(value("dropped_iterations", "count")),
+        latency_min=trend.get("min", float("nan")), latency_mean=trend.get("avg", float("nan")),
+        latency_max=trend.get("max", float("nan")), loadgen_cpu_s=loadgen_cpu_s, **lat)
+
+
+class K6Driver(Driver):
+    name = "k6"
+
+    def check_installed(self) -> None:
+        require_tool("k6", INSTALL)
+
+    def run(self, spec: LoadSpec) -> LoadResult:
+        k6 = require_tool("k6", INSTALL)
+        spec.out_dir.mkdir(parents=True, exist_ok=True)
+        stem = f"k6-{spec.stem}"
+        test, out_json, log = (spec.out_dir / f"{stem}.js", spec.out_dir / f"{stem}.json",
+                               spec.out_dir / f"{stem}.log")
+        out_json.unlink(missing_ok=True)
+        log.unlink(missing_ok=True)
+        test.write_text(script(spec, str(out_json)))
+        # No usage report (nothing leaves this machine); the REST API on a loopback port of its choosing.
+        argv = [k6, "run", "--no-usage-report", "--no-color", "--quiet", "--no-thresholds",
+                "--address", "127.0.0.1:0", str(test)]
+        started = time.time()
+        rc, wall, cpu_s = run_generator(argv, log, deadline_s=spec.duration_s + 2 * spec.timeout_s + 60,
+                                        cpus=spec.cpus, env={"K6_NO_USAGE_REPORT": "true"})
+        if rc != 0 or not out_json.exists():
+            raise DriverFailed(f"k6 exited with {rc}: {log_tail(log, 5) or 'no output'}")
+        try:
+            result = parse_summary(json.loads(out_json.read_text()), cpu_s, wall)
+        except (ValueError, KeyError) as e:
+            raise DriverFailed(f"k6 wrote an unreadable summary ({e}): {out_json}") from None
+        result.started_at = started
+        if spec.rate and (result.dropped or result.rps < 0.95 * spec.rate):
+            result.flags.append("rate-not-met")
+        return result

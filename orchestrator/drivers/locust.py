@@ -1,0 +1,162 @@
+"""Locust, headless, with a stepped LoadTestShape (locustfile.py beside this file).
+
+One process, or a master with `workers` worker processes so that a ramp can outgrow one core (the
+same master/worker protocol spreads Locust over machines). Totals come from Locust's own JSON
+output; the per-step rows and the per-second series from the locustfile's exact buckets, which
+must add up to the same totals. A Locust process is one core at most: one that is busier than
+LOADGEN_SATURATED of it in a step flags that step loadgen-saturated.
+"""
+from __future__ import annotations
+
+import json
+import math
+import socket
+from collections import defaultdict
+from pathlib import Path
+
+from ..checks import LOADGEN_SATURATED
+from ..procs import log_tail, require_tool
+from .base import Driver, DriverFailed, Finished, LoadResult, LoadSpec, latency_fields, run_generators
+
+INSTALL = "pip install locust (python3 -m orchestrator installs it into .venv)"
+LOCUSTFILE = Path(__file__).with_name("locustfile.py")
+
+
+def free_loopback_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def command_lines(locust: str, spec: LoadSpec, json_out: Path) -> list[list[str]]:
+    """The master (or single process) first, then the workers. Everything binds 127.0.0.1."""
+    common = [locust, "-f", str(LOCUSTFILE), "--headless", "--only-summary", "--loglevel", "WARNING",
+              "--stop-timeout", str(math.ceil(spec.timeout_s))]
+    first = [*common, "--json-file", str(json_out.with_suffix(""))]
+    workers = spec.ramp.workers
+    if not workers:
+        return [first]
+    port = str(free_loopback_port())
+    master = [*first, "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", port,
+              "--expect-workers", str(workers), "--expect-workers-max-wait", "30"]
+    worker = [*common, "--worker", "--master-host", "127.0.0.1", "--master-port", port]
+    return [master] + [worker] * workers
+
+
+def busiest_process_pct(finished: list[Finished], t0: float, t1: float) -> float:
+    """The busiest generator process's CPU in [t0, t1), in % of one core (from the per-second samples)."""
+    best = float("nan")
+    for f in finished:
+        inside = [(t, c) for t, c in f.cpu_timeline if t0 <= t <= t1 + 1]
+        if len(inside) >= 2 and inside[-1][0] > inside[0][0]:
+            pct = 100.0 * (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
+            best = pct if best != best else max(best, pct)
+    return best
+
+
+def summarise(seconds: list[dict], duration_s: float) -> LoadResult:
+    """One LoadResult from per-second buckets (requests, failures by kind, latency histogram)."""
+    hist: dict[float, int] = defaultdict(int)
+    for s in seconds:
+        for b, c in s["hist"].items():
+            hist[float(b)] += c
+    answered_ok = sum(s["n"] - s["status"] - s["timeout"] - s["connect"] - s["other"] for s in seconds)
+    return LoadResult(
+        requests=answered_ok + sum(s["status"] for s in seconds), duration_s=duration_s,
+        bytes=sum(s["bytes"] for s in seconds), errors_connect=sum(s["connect"] for s in seconds),
+        errors_read=sum(s["other"] for s in seconds), errors_timeout=sum(s["timeout"] for s in seconds),
+        errors_status=sum(s["status"] for s in seconds),
+        **latency_fields(list(hist), list(hist.values())))
+
+
+def split(doc: dict, spec: LoadSpec, t0: float, finished: list[Finished]) -> tuple[list[LoadResult], list[dict]]:
+    """Per-step results and per-second records from the locustfile's output; t0 is the test's start."""
+    ramp = spec.ramp
+    users = {int(k): v for k, v in doc["users"].items()}
+    seconds = {int(k): v for k, v in doc["seconds"].items()}
+    by_step: dict[int, list[int]] = defaultdict(list)
+    for sec in sorted(seconds):
+        step = int((sec + 0.5 - t0) // ramp.step_s) + 1    # a second belongs where its middle falls
+        if 1 <= step <= ramp.steps:
+            by_step[step].append(sec)
+    steps = []
+    for step in range(1, ramp.steps + 1):
+        secs = by_step.get(step, [])
+        r = summarise([seconds[s] for s in secs], float(len(secs)) or ramp.step_s)
+        r.started_at = t0 + (step - 1) * ramp.step_s
+        busiest = busiest_process_pct(finished, r.started_at, r.started_at + ramp.step_s)
+        r.loadgen_cpu_s = sum_cpu(finished, r.started_at, r.started_at + ramp.step_s)
+        if busiest == busiest and busiest > 100 * LOADGEN_SATURATED:
+            r.flags.append("loadgen-saturated")
+        steps.append(r)
+    series = []
+    for sec in sorted(seconds):
+        one = summarise([seconds[sec]], 1.0)
+        series.append({"t_s": sec - int(t0), "epoch_s": sec, "users": users.get(sec, 0), "rps": one.requests,
+                       "failures_per_s": one.errors + one.errors_status, "p50_ms": one.latency_p50,
+                       "p95_ms": one.latency_p95, "p99_ms": one.latency_p99,
+                       "loadgen_cpu_pct": busiest_process_pct(finished, sec, sec + 1)})
+    return steps, series
+
+
+def sum_cpu(finished: list[Finished], t0: float, t1: float) -> float:
+    total = 0.0
+    for f in finished:
+        inside = [c for t, c in f.cpu_timeline if t0 <= t <= t1 + 1]
+        if len(inside) >= 2:
+            total += inside[-1] - inside[0]
+    return total
+
+
+def locust_totals(path: Path) -> tuple[int, int]:
+    """(requests, failures) from Locust's --json-file: its stats entries, one per request name."""
+    entries = json.loads(path.read_text())
+    return sum(e["num_requests"] for e in entries), sum(e["num_failures"] for e in entries)
+
+
+class LocustDriver(Driver):
+    name = "locust"
+
+    def check_installed(self) -> None:
+        require_tool("locust", INSTALL)
+
+    def run(self, spec: LoadSpec) -> LoadResult:
+        locust = require_tool("locust", INSTALL)
+        if spec.ramp is None:
+            raise DriverFailed("the locust driver runs ramp profiles only")
+        spec.out_dir.mkdir(parents=True, exist_ok=True)
+        stem = f"locust-{spec.stem}"
+        out, json_out = spec.out_dir / f"{stem}.buckets.json", spec.out_dir / f"{stem}.json"
+        for f in (out, json_out):
+            f.unlink(missing_ok=True)
+        s, ramp = spec.scenario, spec.ramp
+        cfg = {"host": f"http://127.0.0.1:{spec.port}", "method": s.method, "path": s.path, "name": s.name,
+               "headers": s.headers, "body": s.body.decode() if s.body is not None else None,
+               "timeout_s": spec.timeout_s, "start_users": ramp.start_users, "step_users": ramp.step_users,
+               "step_s": ramp.step_s, "steps": ramp.steps, "out": str(out)}
+        argvs = command_lines(locust, spec, json_out)
+        logs = [spec.out_dir / f"{stem}.{'master' if i == 0 and len(argvs) > 1 else f'worker{i}' if i else 'main'}.log"
+                for i in range(len(argvs))]
+        for log in logs:
+            log.unlink(missing_ok=True)
+        finished = run_generators(argvs, logs, deadline_s=ramp.duration_s + 2 * spec.timeout_s + 90,
+                                  cpus=spec.cpus, env={"BENCH_LOCUST": json.dumps(cfg)})
+        bad = [(f, log) for f, log in zip(finished, logs) if f.exit_code not in (0, 1)]
+        if bad or not out.exists() or not json_out.exists():
+            f, log = (bad or list(zip(finished, logs)))[0]
+            raise DriverFailed(f"locust exited with {f.exit_code}: {log_tail(log, 5) or 'no output'}")
+        doc = json.loads(out.read_text())
+        users = {int(k): v for k, v in doc["users"].items()}
+        if not users:
+            raise DriverFailed(f"locust ran no users: {log_tail(logs[0], 5)}")
+        t0 = doc.get("start", min(users))
+        steps, series = split(doc, spec, t0, finished)
+        total = summarise(list(doc["seconds"].values()), ramp.duration_s)
+        total.loadgen_cpu_s = sum(f.cpu_s for f in finished)
+        total.started_at, total.steps, total.timeseries = t0, steps, series
+        requests, failures = locust_totals(json_out)
+        counted = total.requests + total.errors
+        if counted != requests:
+            raise DriverFailed(f"locust counted {requests} requests, its per-second buckets {counted}: "
+                               f"a worker's report was lost")
+        return total

@@ -1,0 +1,135 @@
+"""The Locust test the locust driver runs: one FastHttpUser, a stepped LoadTestShape, and exact
+per-second buckets that it writes as JSON when Locust quits.
+
+Locust's CSV files undercount (rewritten every second, not at shutdown) and its history holds only
+sliding-window percentiles, so each process counts for itself: per second, the requests, failures by
+kind, and a latency histogram. Workers send theirs to the master with each stats report; the master
+(or the single process) adds the users per second and writes everything to BENCH_LOCUST's "out".
+
+Configured by orchestrator/drivers/locust.py through the BENCH_LOCUST environment variable (JSON).
+"""
+import json
+import os
+import socket
+import time
+from collections import defaultdict
+
+import gevent
+from locust import FastHttpUser, LoadTestShape, constant, events, task
+from locust.runners import WorkerRunner
+
+CFG = json.loads(os.environ["BENCH_LOCUST"])
+BODY = CFG["body"].encode() if CFG["body"] is not None else None
+
+
+def bucket_of(ms: float) -> float:
+    """Histogram buckets with about 3 significant digits: 10 µs below 10 ms, 0.1 ms below 100 ms, ..."""
+    if ms < 10:
+        return round(ms, 2)
+    if ms < 100:
+        return round(ms, 1)
+    if ms < 1000:
+        return float(round(ms))
+    return float(round(ms, -1))
+
+
+def new_second() -> dict:
+    return {"n": 0, "status": 0, "timeout": 0, "connect": 0, "other": 0, "bytes": 0, "hist": defaultdict(int)}
+
+
+seconds: dict[int, dict] = defaultdict(new_second)
+users_at: dict[int, int] = {}
+started: dict[str, float] = {}
+
+
+def failure_kind(response, exception) -> str | None:
+    if exception is None:
+        return None
+    code = getattr(response, "status_code", 0) or 0
+    if code >= 400:
+        return "status"
+    if isinstance(exception, (socket.timeout, TimeoutError, gevent.Timeout)) or "timed out" in str(exception):
+        return "timeout"
+    if isinstance(exception, ConnectionRefusedError):
+        return "connect"
+    return "other"
+
+
+@events.request.add_listener
+def count(response_time, response_length, response=None, exception=None, **_):
+    s = seconds[int(time.time())]
+    s["n"] += 1
+    s["bytes"] += response_length or 0
+    kind = failure_kind(response, exception)
+    if kind:
+        s[kind] += 1
+    if kind in (None, "status"):   # a response came back: its latency counts
+        s["hist"][bucket_of(response_time)] += 1
+
+
+def merge(into: dict, sent: dict) -> None:
+    for sec, s in sent.items():
+        target = into[int(sec)]
+        for k in ("n", "status", "timeout", "connect", "other", "bytes"):
+            target[k] += s[k]
+        for b, c in s["hist"].items():
+            target["hist"][float(b)] += c
+
+
+@events.report_to_master.add_listener
+def send(client_id, data):
+    data["bench_seconds"] = {str(k): {**v, "hist": {str(b): c for b, c in v["hist"].items()}}
+                             for k, v in seconds.items()}
+    seconds.clear()
+
+
+@events.worker_report.add_listener
+def receive(client_id, data):
+    merge(seconds, data.get("bench_seconds", {}))
+
+
+@events.test_start.add_listener
+def watch_users(environment, **_):
+    if isinstance(environment.runner, WorkerRunner):
+        return
+    started["t"] = time.time()
+
+    def loop():
+        while True:
+            users_at[int(time.time())] = environment.runner.user_count
+            gevent.sleep(1.0 - time.time() % 1.0 + 0.05)
+
+    gevent.spawn(loop)
+
+
+@events.quitting.add_listener
+def write(environment, **_):
+    if isinstance(environment.runner, WorkerRunner):
+        return
+    out = {"start": started.get("t"), "users": users_at, "seconds": {k: {**v, "hist": dict(v["hist"])} for k, v in seconds.items()}}
+    with open(CFG["out"] + ".tmp", "w") as f:
+        json.dump(out, f)
+    os.replace(CFG["out"] + ".tmp", CFG["out"])
+
+
+class StepShape(LoadTestShape):
+    """start_users, then step_users more every step_s, for steps steps; each step's users all at once."""
+
+    def tick(self):
+        step = int(self.get_run_time() // CFG["step_s"])
+        if step >= CFG["steps"]:
+            return None
+        users = CFG["start_users"] + step * CFG["step_users"]
+        return users, max(users, 1)
+
+
+class BenchUser(FastHttpUser):
+    """A closed loop: the next request leaves when the last one is answered (no think time)."""
+    host = CFG["host"]
+    wait_time = constant(0)
+    network_timeout = CFG["timeout_s"]
+    connection_timeout = CFG["timeout_s"]
+
+    @task
+    def hit(self):
+        self.client.request(CFG["method"], CFG["path"], data=BODY, headers=CFG["headers"], name=CFG["name"])
