@@ -176,10 +176,10 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
         if repeat is not None and repeat < 1:
             raise UsageError("--repeat must be 1 or more")
         if preset:
-            chosen = presets.load(preset, discover(), quick=quick)
             if framework or variant or scenario or profile != "throughput":
                 raise UsageError("--preset chooses the targets, scenarios and profile: leave out -f, -v, -s and "
                                  "--profile")
+            chosen = presets.load(preset, discover(), quick=quick)
             matrix, prof = chosen.matrix, chosen.profile
             heap = heap or chosen.heap
             cpus = chosen.cpus()

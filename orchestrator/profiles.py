@@ -2,7 +2,7 @@
 copy and edit (orchestrator/profiles/*.toml), chosen with `bench run --profile NAME|FILE`.
 
     throughput  closed loop for a fixed time at each concurrency (wrk; or k6 with constant VUs)
-    burst       a fixed number of requests at each concurrency, then stop (h2load)
+    burst       a fixed number of requests at each concurrency, then stop (k6 shared-iterations, or h2load)
     ramp        stepped users: start, +step every step_duration, for steps steps (Locust)
     rate        an open model at each fixed arrival rate (k6 constant-arrival-rate)
 
@@ -21,7 +21,7 @@ PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 # kind -> the drivers that can run it, the first being the default
 KINDS: dict[str, tuple[str, ...]] = {
     "throughput": ("wrk", "k6"),
-    "burst": ("h2load",),
+    "burst": ("k6", "h2load"),
     "ramp": ("locust",),
     "rate": ("k6",),
 }

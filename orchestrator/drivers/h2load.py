@@ -74,6 +74,9 @@ class H2loadDriver(Driver):
         if rc != 0:
             raise DriverFailed(f"h2load exited with {rc}: {log_tail(log, 5) or 'no output'}")
         s = parse_summary(text)
+        if s["done"] and not s["errored"] and "0 succeeded" in text and "status codes: 0 2xx, 0 3xx, 0 4xx, 0 5xx" in text:
+            raise DriverFailed("h2load read no status line of this server: Debian's h2load (nghttp2 1.52) fails on "
+                               "one without a reason phrase, as Tomcat sends; use the k6 burst driver")
         latencies, first_start = read_log(requests_log) if requests_log.exists() else (np.empty(0), float("nan"))
         return LoadResult(
             requests=s["done"], duration_s=s["duration_s"], bytes=s["bytes"],

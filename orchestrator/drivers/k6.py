@@ -1,8 +1,14 @@
-"""k6: an open model at a fixed arrival rate (constant-arrival-rate), or a closed loop of constant VUs.
+"""k6: an open model at a fixed arrival rate (constant-arrival-rate), a closed loop of constant VUs,
+or a burst of a fixed number of requests shared by VUs that all start at once (shared-iterations).
 
 At a fixed rate, k6 starts each iteration on schedule whatever the earlier ones do, so a slow
 response delays no later request (no coordinated omission); when every VU is busy it drops the
-arrival and counts it (dropped_iterations). The summary comes from handleSummary as JSON.
+arrival and counts it (dropped_iterations). The summary comes from handleSummary as JSON; a burst
+also writes every request to CSV, so that its latencies (stdev included) are exact.
+
+Each VU holds its own connection, so a burst at 2,000 VUs keeps 2,000 connections, as h2load would.
+k6 is the default burst driver because Debian's h2load (nghttp2 1.52) cannot read Tomcat's status
+line, which has no reason phrase ("HTTP/1.1 200 "): it counts every response as failed.
 """
 from __future__ import annotations
 
@@ -11,10 +17,10 @@ import math
 import time
 
 from ..procs import log_tail, require_tool
-from .base import PERCENTILES, Driver, DriverFailed, LoadResult, LoadSpec, run_generator
+from .base import PERCENTILES, Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generator
 
 VERSION = "v1.8.1"
-INSTALL = f"GOBIN=$PWD/.venv/bin go install go.k6.io/k6@{VERSION} (python3 -m orchestrator does it)"
+INSTALL = f"python3 -m orchestrator list` (it builds k6 into .venv/bin) or `go install go.k6.io/k6@{VERSION}"
 TREND_STATS = ["min", "avg", "max", "count", *(f"p({p})" for p in PERCENTILES.values())]
 
 
@@ -25,6 +31,9 @@ def script(spec: LoadSpec, out_json: str) -> str:
     if spec.rate:
         executor = {"executor": "constant-arrival-rate", "rate": int(spec.rate), "timeUnit": "1s",
                     "duration": duration, "preAllocatedVUs": spec.concurrency, "maxVUs": spec.concurrency}
+    elif spec.requests:
+        executor = {"executor": "shared-iterations", "vus": spec.concurrency, "iterations": spec.requests,
+                    "maxDuration": f"{burst_deadline_s(spec):.0f}s"}
     else:
         executor = {"executor": "constant-vus", "vus": spec.concurrency, "duration": duration}
     options = {"scenarios": {"load": {**executor, "gracefulStop": f"{math.ceil(spec.timeout_s)}s"}},
@@ -38,6 +47,21 @@ def script(spec: LoadSpec, out_json: str) -> str:
             f"const PARAMS = {json.dumps(params)};\n"
             f"export default function () {{ http.request(METHOD, URL, BODY, PARAMS); }}\n"
             f"export function handleSummary(data) {{ return {{ {json.dumps(out_json)}: JSON.stringify(data) }}; }}\n")
+
+
+def burst_deadline_s(spec: LoadSpec) -> float:
+    return 4 * spec.timeout_s + 60
+
+
+def read_requests(path) -> tuple[list[float], int, int]:
+    """From k6's CSV output: the latencies (ms) of answered requests, how many got a status >= 400,
+    and how many got no response at all (status 0)."""
+    import pandas as pd
+    df = pd.read_csv(path, usecols=["metric_name", "metric_value", "status"], low_memory=False)
+    req = df[df["metric_name"] == "http_req_duration"]
+    status = pd.to_numeric(req["status"], errors="coerce").fillna(0)
+    answered = req[status > 0]
+    return answered["metric_value"].astype(float).tolist(), int((status >= 400).sum()), int((status == 0).sum())
 
 
 def parse_summary(doc: dict, loadgen_cpu_s: float, wall_s: float) -> LoadResult:
@@ -77,10 +101,16 @@ class K6Driver(Driver):
         test.write_text(script(spec, str(out_json)))
         # No usage report (nothing leaves this machine); the REST API on a loopback port of its choosing.
         argv = [k6, "run", "--no-usage-report", "--no-color", "--quiet", "--no-thresholds",
-                "--address", "127.0.0.1:0", str(test)]
+                "--address", "127.0.0.1:0"]
+        per_request = spec.out_dir / f"{stem}.requests.csv"
+        if spec.requests:
+            per_request.unlink(missing_ok=True)
+            argv += ["--out", f"csv={per_request}"]
+        argv.append(str(test))
+        deadline = burst_deadline_s(spec) if spec.requests else spec.duration_s + 2 * spec.timeout_s
         started = time.time()
-        rc, wall, cpu_s = run_generator(argv, log, deadline_s=spec.duration_s + 2 * spec.timeout_s + 60,
-                                        cpus=spec.cpus, env={"K6_NO_USAGE_REPORT": "true"})
+        rc, wall, cpu_s = run_generator(argv, log, deadline_s=deadline + 60, cpus=spec.cpus,
+                                        env={"K6_NO_USAGE_REPORT": "true"})
         if rc != 0 or not out_json.exists():
             raise DriverFailed(f"k6 exited with {rc}: {log_tail(log, 5) or 'no output'}")
         try:
@@ -88,6 +118,11 @@ class K6Driver(Driver):
         except (ValueError, KeyError) as e:
             raise DriverFailed(f"k6 wrote an unreadable summary ({e}): {out_json}") from None
         result.started_at = started
+        if spec.requests:
+            latencies, status_errors, no_response = read_requests(per_request)
+            result.requests, result.errors_status, result.errors_read = len(latencies), status_errors, no_response
+            for key, value in latency_fields(latencies).items():
+                setattr(result, key, value)
         if spec.rate and (result.dropped or result.rps < 0.95 * spec.rate):
             result.flags.append("rate-not-met")
         return result

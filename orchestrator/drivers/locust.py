@@ -18,7 +18,7 @@ from ..checks import LOADGEN_SATURATED
 from ..procs import log_tail, require_tool
 from .base import Driver, DriverFailed, Finished, LoadResult, LoadSpec, latency_fields, run_generators
 
-INSTALL = "pip install locust (python3 -m orchestrator installs it into .venv)"
+INSTALL = "python3 -m orchestrator list` (it installs Locust into .venv) or `pip install locust==2.47.0"
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 
 

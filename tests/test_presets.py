@@ -1,0 +1,30 @@
+"""Every preset runs end to end in its --quick form against the real frameworks of the repo."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import PORTS, ROOT, bench
+from orchestrator import presets, results
+from orchestrator.catalog import discover
+
+
+@pytest.mark.parametrize("name", sorted(presets.shipped()))
+def test_a_preset_runs_to_completion_in_its_quick_form(results_dir, name):
+    preset = presets.load(name, discover(ROOT / "frameworks"), quick=True)
+    r = bench("run", *PORTS, "--preset", name, "--quick", "--results-dir", str(results_dir), frameworks=None,
+              timeout=1500)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    run = results.find_run(None, results_dir)
+    df = results.load(run)
+    assert (df["status"] == "ok").all(), df[["target", "scenario", "reason"]]
+    assert set(df["profile"]) == {f"{name} (quick)"} and set(df["kind"]) == {preset.profile.kind}
+    measured = {(t, s) for t, s in zip(df["target"], df["scenario"])}
+    assert measured == {(t, s) for t, scenarios in preset.matrix.items() for s in scenarios}
+    per_cell = len(preset.profile.levels()) * (preset.profile.ramp.steps if preset.profile.ramp else 1)
+    assert len(df) == len(measured) * per_cell * preset.profile.repeat
+    assert (df["requests"] > 0).all() and df["latency_p95_ms"].notna().all()
+    if preset.profile.kind == "ramp":
+        ts = results.load_timeseries(run)
+        assert {(t, s) for t, s in zip(ts["target"], ts["scenario"])} == measured
+    meta = results.load_meta(run)
+    assert meta["plan"]["preset"] == name and meta["status"] == "finished"

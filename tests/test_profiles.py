@@ -1,0 +1,207 @@
+"""Load profiles and presets: the files parse, bad ones are named, and every profile runs end to end
+against a real target (the fixture JVM) with its real generator: h2load, Locust, k6."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import PORTS, bench
+from orchestrator import presets, profiles, results
+from orchestrator.catalog import discover
+from orchestrator.errors import ManifestError, UsageError
+
+
+def test_every_shipped_profile_loads():
+    kinds = {profiles.load(name).kind for name in profiles.shipped()}
+    assert kinds == set(profiles.KINDS)
+
+
+def test_every_shipped_preset_resolves_against_the_repo():
+    from orchestrator import REPO_ROOT
+    catalog = discover(REPO_ROOT / "frameworks")
+    names = set(presets.shipped())
+    assert names == {"gateway-vt-vs-webflux", "spring-concurrency-models", "redis-frameworks",
+                     "mvc-vs-reactive-ramp", "cpu-and-io-bursts"}
+    for name in names:
+        full, quick = presets.load(name, catalog), presets.load(name, catalog, quick=True)
+        assert full.matrix == quick.matrix and full.profile.kind == quick.profile.kind, name
+        assert quick.profile.measured_s() <= full.profile.measured_s(), name
+    models = presets.load("spring-concurrency-models", catalog)
+    assert len(models.matrix) == 8 and models.profile.requests == 10_000
+    assert models.profile.concurrency == (500, 1000, 2000) and models.profile.repeat == 3
+    bursts = presets.load("cpu-and-io-bursts", catalog)
+    assert bursts.matrix["spring-webflux:jdbc-elastic"] == ["db-read"]
+    assert bursts.matrix["spring-mvc:platform"] == ["cpu", "db-read"]
+    assert presets.load("redis-frameworks", catalog).cpus(have=2) == ("1", "0")
+    assert presets.load("redis-frameworks", catalog).cpus(have=8) == ("6-7", "0-5")
+
+
+BAD_PROFILES = [
+    ('kind = "soak"\n', "kind", "not a profile kind; valid: throughput, burst, ramp, rate"),
+    ('kind = "burst"\ndriver = "wrk"\nrequests = 10\n', "driver", "cannot run a burst profile"),
+    ('kind = "burst"\nrequests = 100\nconcurrency = [500]\n', "requests", "fewer than the largest concurrency"),
+    ('kind = "throughput"\nconcurrency = [0]\n', "concurrency", "each 1 to 20,000"),
+    ('kind = "throughput"\nduration = "soon"\n', "duration", "is not a duration"),
+    ('kind = "rate"\n', "rates", "must be a whole number or a list"),
+    ('kind = "ramp"\n', "ramp", "needs a [ramp] table"),
+    ('kind = "ramp"\n[ramp]\nstart_users = 5\nstep_users = 5\nstep_duration = "1s"\nsteps = 0\n', "ramp.steps",
+     "at least 1"),
+    ('kind = "throughput"\nconcurency = [5]\n', "concurency", "unknown field"),
+    ('kind = "throughput"\nconcurrency = [\n', "(syntax)", ""),
+]
+
+
+@pytest.mark.parametrize("text,field,problem", BAD_PROFILES)
+def test_a_bad_profile_names_its_file_and_field(tmp_path, text, field, problem):
+    path = tmp_path / "mine.toml"
+    path.write_text(text)
+    with pytest.raises(ManifestError) as e:
+        profiles.load(str(path))
+    assert e.value.field == field and str(path) in str(e.value) and problem in str(e.value)
+
+
+def test_an_unknown_profile_lists_the_valid_ones():
+    with pytest.raises(UsageError, match="unknown profile 'soak'.*valid: burst, ramp, rate, throughput"):
+        profiles.load("soak")
+
+
+def run_profile(results_dir, *args):
+    r = bench("run", *PORTS, "-f", "fixture:ok", "--results-dir", str(results_dir), *args, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    run = results.find_run(None, results_dir)
+    return results.load(run), results.load_timeseries(run), json.loads((run / "run.json").read_text())
+
+
+def test_burst_sends_exactly_the_requests_asked_at_each_concurrency(results_dir):
+    df, ts, meta = run_profile(results_dir, "-s", "json,sleep", "-p", "burst", "--requests", "600",
+                               "-c", "20,200", "--warmup", "1s", "--warmup-max", "2s")
+    assert len(df) == 4 and set(df["driver"]) == {"k6"} and set(df["kind"]) == {"burst"}
+    assert (df["status"] == "ok").all() and (df["requests"] == 600).all(), df[["requests", "status", "reason"]]
+    assert df["rate"].isna().all() and df["step"].isna().all() and ts.empty
+    sleep = df[df["scenario"] == "sleep"].set_index("concurrency")
+    # 600 requests of 100 ms each over 200 connections take at least 3 rounds: 0.3 s.
+    assert sleep.loc[200, "latency_min_ms"] >= 100 and sleep.loc[200, "duration_s"] >= 0.3
+    assert (df["latency_p50_ms"] <= df["latency_p95_ms"]).all() and (df["latency_p95_ms"] <= df["latency_max_ms"]).all()
+    assert meta["plan"]["profile"]["requests"] == 600
+
+
+def test_h2load_bursts_too(results_dir, tmp_path):
+    path = tmp_path / "h2.toml"
+    path.write_text('kind = "burst"\ndriver = "h2load"\nrequests = 300\nconcurrency = [30]\nwarmup = "0s"\n')
+    df, _, _ = run_profile(results_dir, "-s", "sleep", "-p", str(path))
+    assert df.loc[0, "driver"] == "h2load" and df.loc[0, "requests"] == 300, df.iloc[0]
+    assert df.loc[0, "latency_min_ms"] >= 100 and df.loc[0, "latency_stdev_ms"] >= 0
+
+
+def test_h2load_says_when_it_cannot_read_a_status_line(tmp_path):
+    """Debian's h2load counts a response whose status line has no reason phrase (Tomcat's) as failed."""
+    import socket
+    import threading
+    from orchestrator.drivers import DriverFailed, LoadSpec, get
+    from orchestrator.scenarios import SCENARIOS
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn, conn.makefile("rb") as f:
+                while f.readline():
+                    while f.readline() not in (b"\r\n", b""):
+                        pass
+                    conn.sendall(b"HTTP/1.1 200 \r\nContent-Length: 2\r\n\r\nok")
+
+    threading.Thread(target=serve, daemon=True).start()
+    spec = LoadSpec(port=server.getsockname()[1], scenario=SCENARIOS["plaintext"], concurrency=2, duration_s=0,
+                    cpus="0", timeout_s=10, out_dir=tmp_path, requests=20)
+    with pytest.raises(DriverFailed, match="without a reason phrase, as Tomcat sends; use the k6 burst driver"):
+        get("h2load").run(spec)
+    server.close()
+
+
+def test_rate_holds_the_arrival_rate_in_an_open_model(results_dir):
+    df, ts, _ = run_profile(results_dir, "-s", "sleep", "-p", "rate", "--rate", "100,300", "-c", "100",
+                            "-d", "4s", "--warmup", "1s", "--warmup-max", "2s")
+    assert list(df["rate"]) == [100.0, 300.0] and set(df["driver"]) == {"k6"}
+    assert (df["status"] == "ok").all(), df["reason"]
+    for _, row in df.iterrows():
+        # An open model: throughput is the rate asked for, whatever the 100 ms responses do.
+        assert abs(row["rps"] - row["rate"]) <= 0.1 * row["rate"], row[["rate", "rps"]]
+        assert row["latency_p50_ms"] >= 100 and row["dropped"] == 0
+    assert "littles-law" not in ",".join(df["flags"])
+
+
+def test_a_rate_the_vus_cannot_carry_is_flagged(results_dir):
+    # 5 VUs with 100 ms each carry at most 50 req/s: at 200 req/s k6 drops arrivals.
+    df, _, _ = run_profile(results_dir, "-s", "sleep", "-p", "rate", "--rate", "200", "-c", "5", "-d", "3s",
+                           "--warmup", "0s")
+    assert df.loc[0, "dropped"] > 0 and "rate-not-met" in df.loc[0, "flags"], df.iloc[0]
+
+
+def test_k6_runs_a_closed_loop_too(results_dir, tmp_path):
+    path = tmp_path / "k6-closed.toml"
+    path.write_text('kind = "throughput"\ndriver = "k6"\nconcurrency = [10]\nduration = "3s"\nwarmup = "0s"\n')
+    df, _, _ = run_profile(results_dir, "-s", "sleep", "-p", str(path))
+    assert df.loc[0, "driver"] == "k6" and df.loc[0, "profile"] == "k6-closed"
+    # 10 VUs in a closed loop on a 100 ms endpoint: ~100 req/s, and Little's law holds.
+    assert 80 <= df.loc[0, "rps"] <= 101 and 0.75 <= df.loc[0, "littles_ratio"] <= 1.25
+    assert df.loc[0, "bytes"] > 0
+
+
+def test_ramp_writes_a_row_per_step_and_a_time_series_with_workers(results_dir, tmp_path):
+    path = tmp_path / "short-ramp.toml"
+    path.write_text('kind = "ramp"\nwarmup = "0s"\n'
+                    '[ramp]\nstart_users = 5\nstep_users = 10\nstep_duration = "3s"\nsteps = 3\nworkers = 2\n')
+    df, ts, _ = run_profile(results_dir, "-s", "sleep", "-p", str(path))
+    assert list(df["step"]) == [1, 2, 3] and list(df["concurrency"]) == [5, 15, 25]
+    assert set(df["driver"]) == {"locust"} and (df["status"] == "ok").all(), df["reason"]
+    # Users with no think time on a 100 ms endpoint: about 10 req/s per user.
+    for _, row in df.iterrows():
+        assert 6 * row["concurrency"] <= row["rps"] <= 10.5 * row["concurrency"], row[["concurrency", "rps"]]
+        assert row["latency_p50_ms"] >= 100 and row["server_peak_threads"] > 0
+    assert {"t_s", "users", "rps", "failures_per_s", "p95_ms", "server_cpu_pct"} <= set(ts.columns)
+    assert ts["users"].max() == 25 and ts["t_s"].is_monotonic_increasing and (ts["p95_ms"].dropna() >= 100).all()
+    # The series and the steps count the same requests (the steps leave out no whole second).
+    assert ts["rps"].sum() >= df["requests"].sum() > 0
+
+
+def test_ramp_rejects_options_that_do_not_apply(results_dir):
+    r = bench("run", *PORTS, "-f", "fixture:ok", "-p", "ramp", "-c", "64", "--results-dir", str(results_dir))
+    assert r.returncode == 2 and "--concurrency does not apply to the ramp profile" in r.stderr
+    assert not list(results_dir.iterdir())
+
+
+def test_a_malformed_profile_file_is_one_line_and_exit_2(results_dir, tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text('kind = "burst"\nrequests = 5\nconcurrency = [50]\n')
+    r = bench("run", *PORTS, "-f", "fixture:ok", "-p", str(path), "--results-dir", str(results_dir))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"{path}: field 'requests': 5 is fewer than the largest concurrency 50" in " ".join(r.stderr.split())
+
+
+@pytest.mark.parametrize("profile,tool,how", [("ramp", "locust", "pip install locust==2.47.0"),
+                                              ("rate", "k6", "go install go.k6.io/k6@v1.8.1")])
+def test_a_missing_load_generator_says_how_to_install_it(results_dir, tmp_path, profile, tool, how):
+    """bench finds Locust and k6 beside its own Python first (.venv/bin): run it from a Python whose
+    folder has neither, with a PATH that has wrk but not the tool."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import sysconfig
+    from conftest import ROOT, bench_env
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(os.path.realpath(sys.executable))
+    shutil.copy(shutil.which("wrk"), bin_dir / "wrk")
+    env = bench_env(PATH=str(bin_dir), PYTHONPATH=f"{ROOT}:{sysconfig.get_paths()['purelib']}")
+    r = subprocess.run([str(bin_dir / "python"), "-m", "orchestrator.cli", "run", *PORTS, "-f", "fixture:ok", "-p",
+                        profile, "--results-dir", str(results_dir)], cwd=ROOT, env=env, text=True,
+                       capture_output=True, timeout=300)
+    assert r.returncode == 2, r.stdout + r.stderr
+    line = " ".join(r.stderr.split())
+    assert f"'{tool}' not found: install it with `" in line and how in line, r.stderr
+    assert not list(results_dir.iterdir())
