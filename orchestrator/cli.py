@@ -289,13 +289,13 @@ def _check_writable(root: Path) -> None:
 
 
 def _print_results(df) -> None:
-    table = Table("target", "scenario", "conc", "rep", "rps", "p50 ms", "p99 ms", "errors", "cpu %", "RSS MiB",
+    table = Table("target", "scenario", "load", "rep", "rps", "p50 ms", "p99 ms", "errors", "cpu %", "RSS MiB",
                   "threads", "GC ms", "flags / reason", box=box.SIMPLE_HEAD, pad_edge=False)
     for col in table.columns:
         col.no_wrap = True
     table.columns[-1].max_width = 40
     for _, r in df.iterrows():
-        cells = [r["target"], r["scenario"], str(r["concurrency"]), str(r["repeat"])]
+        cells = [r["target"], r["scenario"], runner.level_label(_present(r)), str(r["repeat"])]
         if r["status"] != "ok":
             table.add_row(*cells, *[""] * 8, f"[red]{escape(str(r['reason']).splitlines()[0][:70])}[/]")
             continue
@@ -305,6 +305,11 @@ def _print_results(df) -> None:
                       str(errors), f"{r['server_cpu_pct']:.0f}", f"{r['server_peak_rss_mb']:.0f}",
                       _int(r["server_peak_threads"]), gc, f"[yellow]{r['flags']}[/]" if r["flags"] else "")
     console.print(table)
+
+
+def _present(row) -> dict:
+    """A results row with NaN turned into None, as level_label expects of an absent rate or step."""
+    return {k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
 
 
 def _int(value) -> str:

@@ -48,15 +48,17 @@ def register(app: typer.Typer) -> None:
                     alpha: float = typer.Option(0.05, "--alpha", help="Significance level of the test."),
                     results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir")) -> None:
         """The same cells of two runs side by side: the change, and whether it is beyond the run-to-run noise."""
-        from . import compare
+        from . import analysis, compare
         dirs = [results.find_run(r, results_dir) for r in (run_a, run_b)]
-        cmp = compare.compare_runs(results.load(dirs[0]), results.load(dirs[1]), alpha=alpha)
-        table = Table("scenario", "target", "conc", "metric", f"A {dirs[0].name}", f"B {dirs[1].name}", "delta",
+        a, b = results.load(dirs[0]), results.load(dirs[1])
+        x = analysis.level_column(a)
+        cmp = compare.compare_runs(a, b, alpha=alpha, x=x)
+        table = Table("scenario", "target", "rate" if x == "rate" else "conc", "metric", f"A {dirs[0].name}", f"B {dirs[1].name}", "delta",
                       "p", "verdict", box=box.SIMPLE_HEAD, pad_edge=False)
         for _, r in cmp.iterrows():
             style = VERDICT_STYLE[r["verdict"]]
             verdict = r["note"] if r["verdict"] == "?" else r["verdict"]
-            table.add_row(r["scenario"], r["target"], str(r["concurrency"]), r["metric"],
+            table.add_row(r["scenario"], r["target"], f"{r[x]:g}", r["metric"],
                           _side(r["a_median"], r["a_spread_pct"], r["a_n"]),
                           _side(r["b_median"], r["b_spread_pct"], r["b_n"]),
                           "" if math.isnan(r["delta_pct"]) else f"{r['delta_pct']:+.1f}%",
@@ -73,7 +75,7 @@ def register(app: typer.Typer) -> None:
         bad = compare.regressions(cmp, fail_on_regression)
         for _, r in bad.iterrows():
             what = r["note"] if r["note"] else f"{r['worse_pct']:.1f}% worse (p={r['p_value']:.3f})"
-            console.print(f"[red]regression:[/] {r['scenario']} {r['target']} c={r['concurrency']} "
+            console.print(f"[red]regression:[/] {r['scenario']} {r['target']} {x} {r[x]:g} "
                           f"{r['metric']}: {what}", soft_wrap=True)
         if len(bad):
             raise typer.Exit(1)

@@ -10,7 +10,7 @@ import datetime as dt
 import signal
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from rich.console import Console
@@ -91,8 +91,16 @@ class Plan:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Plan":
-        return cls(matrix=d["matrix"], profile=Profile.from_dict(d["profile"]),
-                   settings=Settings(**d["settings"]), preset=d.get("preset"))
+        """The plan of a run.json, also of runs made before profiles (a throughput plan then)."""
+        known = {f.name for f in fields(Settings)}
+        settings = Settings(**{k: v for k, v in d["settings"].items() if k in known})
+        if "matrix" not in d:
+            profile = Profile(name="throughput", kind="throughput", driver="wrk",
+                              concurrency=tuple(d["concurrency"]), duration_s=d["duration_s"],
+                              warmup_s=d["warmup_s"], warmup_max_s=d.get("warmup_max_s", 90.0), repeat=d["repeat"])
+            return cls(matrix={t: d.get("scenarios") for t in d["targets"]}, profile=profile, settings=settings)
+        return cls(matrix=d["matrix"], profile=Profile.from_dict(d["profile"]), settings=settings,
+                   preset=d.get("preset"))
 
 
 @dataclass
