@@ -2,7 +2,8 @@
 
 This file runs on the system Python before any dependency is installed, so it uses the standard
 library only. It installs Debian's packages when they are missing (as root; otherwise it prints the
-apt-get line and exits 2), creates .venv with the project installed, and then replaces itself with
+apt-get line and exits 2), creates .venv with the project (and Locust) installed, builds k6 into
+.venv/bin with Go when it is missing there, and then replaces itself with
 `.venv/bin/bench ARGS`, or with pytest for `python3 -m orchestrator test [PYTEST ARGS]`. For the
 tests and the docker runtime it also installs Docker's engine and debootstrap and starts the engine.
 """
