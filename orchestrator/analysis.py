@@ -46,7 +46,8 @@ METRICS = {m.column: m for m in [
     Metric("server_peak_rss_mb", "peak RSS", "MiB", False),
     Metric("server_peak_threads", "peak threads", "", False),
     Metric("gc_time_ms", "GC time", "ms", False),
-    Metric("mb_received", "data received", "MB", False),
+    # In a fixed window more data means more responses: it follows throughput.
+    Metric("mb_received", "data received", "MB", True),
     Metric("startup_s", "startup", "s", False),
     Metric("rss_after_start_mb", "RSS after start", "MiB", False),
 ]}

@@ -28,3 +28,11 @@ def test_a_preset_runs_to_completion_in_its_quick_form(results_dir, name):
         assert {(t, s) for t, s in zip(ts["target"], ts["scenario"])} == measured
     meta = results.load_meta(run)
     assert meta["plan"]["preset"] == name and meta["status"] == "finished"
+    if name in ("redis-frameworks", "mvc-vs-reactive-ramp"):
+        # The report of a preset run (a ramp's with its time series) renders in a browser.
+        from test_report import assert_renders
+        r = bench("report", run.name, "--results-dir", str(results_dir), frameworks=None, timeout=600)
+        assert r.returncode == 0, r.stdout + r.stderr
+        render = results_dir.parent / "render"
+        render.mkdir()
+        assert_renders(run, render)

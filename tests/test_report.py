@@ -80,6 +80,12 @@ def chromium(*args: str, profile) -> subprocess.CompletedProcess:
 
 
 def test_report_loads_in_chromium_without_errors_and_every_image_renders(run_dir, tmp_path):
+    assert_renders(run_dir, tmp_path)
+
+
+def assert_renders(run_dir, tmp_path):
+    """report.html of run_dir loads in headless Chromium with no error and every image decoded; a
+    screenshot of it is left in tmp_path."""
     html = (run_dir / "report.html").read_text()
     probed = tmp_path / "probed.html"
     probed.write_text(html.replace("<head>", "<head>" + PROBE, 1))
@@ -96,3 +102,4 @@ def test_report_loads_in_chromium_without_errors_and_every_image_renders(run_dir
                  (run_dir / "report.html").as_uri(), profile=tmp_path / "profile-shot")
     assert shot.exists() and shot.stat().st_size > 20_000, r.stderr[-2000:]
     print(f"screenshot: {shot}")
+    return shot
