@@ -338,6 +338,16 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-")
 
 
+def _measured(prof: dict) -> str:
+    """What a cell of the profile measures: a window, a number of requests, or the steps of a ramp."""
+    if prof.get("kind") == "burst":
+        return f"{prof.get('requests', 0):,} requests per cell"
+    if prof.get("kind") == "ramp" and prof.get("ramp"):
+        r = prof["ramp"]
+        return f"{r['steps']} steps of {r['step_s']:g} s from {r['start_users']} users, +{r['step_users']} per step"
+    return f"{prof.get('duration_s', '?')} s measured"
+
+
 def _facts(meta: dict, df: pd.DataFrame) -> str:
     plan, host = meta.get("plan", {}), meta.get("host", {})
     s = plan.get("settings", {})
@@ -351,8 +361,8 @@ def _facts(meta: dict, df: pd.DataFrame) -> str:
              f"heap {s.get('heap', '?')}, {s.get('runtime', '?')} runtime",
              f"profile {prof.get('name', '?')} ({prof.get('kind', 'throughput')}, "
              f"{prof.get('driver', s.get('driver', '?'))})",
-             f"warm-up windows of {prof.get('warmup_s', '?')} s until steady, {prof.get('duration_s', '?')} s "
-             f"measured, {prof.get('repeat', '?')} repeat(s)",
+             f"warm-up windows of {prof.get('warmup_s', '?')} s until steady, {_measured(prof)}, "
+             f"{prof.get('repeat', '?')} repeat(s)",
              f"{len(df)} cells, {int((df['status'] != 'ok').sum())} failed",
              f"commit {str(meta.get('git_commit', ''))[:12]}"]
     return " · ".join(p for p in parts if p)
