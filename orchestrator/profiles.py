@@ -11,7 +11,7 @@ Every profile warms the target up with wrk until it is steady (see runner.warm_u
 from __future__ import annotations
 
 import tomllib
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from . import options
@@ -82,9 +82,6 @@ class Profile:
     def measured_s(self) -> float:
         """Seconds of load per cell, for estimates (a burst's length depends on the target)."""
         return self.ramp.duration_s if self.ramp else self.duration_s
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> "Profile":

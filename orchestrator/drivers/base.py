@@ -103,11 +103,16 @@ def latency_fields(values_ms, counts=None) -> dict[str, float]:
 
 
 class Driver(abc.ABC):
-    name: str
+    name: str       # also the generator's executable
+    install: str    # how to get it, for the MissingTool message
 
-    @abc.abstractmethod
+    def executable(self) -> str:
+        """The generator's path; MissingTool with the install line when it is absent."""
+        from ..procs import require_tool
+        return require_tool(self.name, self.install)
+
     def check_installed(self) -> None:
-        """MissingTool with the install line when the generator is absent."""
+        self.executable()
 
     @abc.abstractmethod
     def run(self, spec: LoadSpec) -> LoadResult:
@@ -132,12 +137,13 @@ def run_generator(argv: list[str], log_path: Path, deadline_s: float, cpus: str 
 
 
 def run_generators(argvs: list[list[str]], log_paths: list[Path], deadline_s: float, cpus: str | None,
-                   env: dict[str, str] | None = None) -> list[Finished]:
+                   env: dict[str, str] | None = None, cpu_timeline: bool = False) -> list[Finished]:
     """Run generator processes side by side (a Locust master and its workers) until every one has
     ended, bounded in time; one Finished each, in order.
 
     CPU time comes from wait4's rusage of each finished child, so it is exact and costs nothing
-    while the generators run. Past the deadline, or on any exception, all of them are killed.
+    while the generators run; with cpu_timeline, each one's CPU is also sampled once a second (for
+    per-step figures). Past the deadline, or on any exception, all of them are killed.
     """
     from ..procs import spawn
     started = time.monotonic()
@@ -148,7 +154,7 @@ def run_generators(argvs: list[list[str]], log_paths: list[Path], deadline_s: fl
     next_sample = 0.0
     try:
         while len(done) < len(procs):
-            sample = time.monotonic() >= next_sample
+            sample = cpu_timeline and time.monotonic() >= next_sample
             if sample:
                 next_sample = time.monotonic() + 1.0
             for i, proc in enumerate(procs):

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..jvm import cpu_count
-from ..procs import log_tail, require_tool
+from ..procs import log_tail
 from .base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generator
 
 INSTALL = "apt-get install -y nghttp2-client"
@@ -46,12 +46,10 @@ def read_log(path: Path) -> tuple[np.ndarray, float]:
 
 class H2loadDriver(Driver):
     name = "h2load"
-
-    def check_installed(self) -> None:
-        require_tool("h2load", INSTALL)
+    install = INSTALL
 
     def run(self, spec: LoadSpec) -> LoadResult:
-        h2load = require_tool("h2load", INSTALL)
+        h2load = self.executable()
         if spec.requests < spec.concurrency:
             raise DriverFailed(f"{spec.requests} requests cannot keep {spec.concurrency} connections busy")
         spec.out_dir.mkdir(parents=True, exist_ok=True)

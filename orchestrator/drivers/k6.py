@@ -16,7 +16,7 @@ import json
 import math
 import time
 
-from ..procs import log_tail, require_tool
+from ..procs import log_tail
 from .base import PERCENTILES, Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generator
 
 VERSION = "v1.8.1"
@@ -86,12 +86,10 @@ def parse_summary(doc: dict, loadgen_cpu_s: float, wall_s: float) -> LoadResult:
 
 class K6Driver(Driver):
     name = "k6"
-
-    def check_installed(self) -> None:
-        require_tool("k6", INSTALL)
+    install = INSTALL
 
     def run(self, spec: LoadSpec) -> LoadResult:
-        k6 = require_tool("k6", INSTALL)
+        k6 = self.executable()
         spec.out_dir.mkdir(parents=True, exist_ok=True)
         stem = f"k6-{spec.stem}"
         test, out_json, log = (spec.out_dir / f"{stem}.js", spec.out_dir / f"{stem}.json",

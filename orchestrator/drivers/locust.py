@@ -15,7 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from ..checks import LOADGEN_SATURATED
-from ..procs import log_tail, require_tool
+from ..procs import log_tail
 from .base import Driver, DriverFailed, Finished, LoadResult, LoadSpec, latency_fields, run_generators
 
 INSTALL = "python3 -m orchestrator list` (it installs Locust into .venv) or `pip install locust==2.47.0"
@@ -43,15 +43,23 @@ def command_lines(locust: str, spec: LoadSpec, json_out: Path) -> list[list[str]
     return [master] + [worker] * workers
 
 
+def _cpu_in(f: Finished, t0: float, t1: float) -> tuple[float, float] | None:
+    """(CPU s, wall s) of one generator process between epoch t0 and t1, from its per-second samples."""
+    inside = [(t, c) for t, c in f.cpu_timeline if t0 <= t <= t1 + 1]
+    if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+        return None
+    return inside[-1][1] - inside[0][1], inside[-1][0] - inside[0][0]
+
+
 def busiest_process_pct(finished: list[Finished], t0: float, t1: float) -> float:
-    """The busiest generator process's CPU in [t0, t1), in % of one core (from the per-second samples)."""
-    best = float("nan")
-    for f in finished:
-        inside = [(t, c) for t, c in f.cpu_timeline if t0 <= t <= t1 + 1]
-        if len(inside) >= 2 and inside[-1][0] > inside[0][0]:
-            pct = 100.0 * (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
-            best = pct if best != best else max(best, pct)
-    return best
+    """The busiest generator process's CPU in [t0, t1), in % of one core."""
+    pcts = [100.0 * cpu / wall for cpu, wall in filter(None, (_cpu_in(f, t0, t1) for f in finished))]
+    return max(pcts) if pcts else float("nan")
+
+
+def sum_cpu(finished: list[Finished], t0: float, t1: float) -> float:
+    """CPU seconds of all generator processes in [t0, t1)."""
+    return sum(cpu for cpu, _ in filter(None, (_cpu_in(f, t0, t1) for f in finished)))
 
 
 def summarise(seconds: list[dict], duration_s: float) -> LoadResult:
@@ -99,15 +107,6 @@ def split(doc: dict, spec: LoadSpec, t0: float, finished: list[Finished]) -> tup
     return steps, series
 
 
-def sum_cpu(finished: list[Finished], t0: float, t1: float) -> float:
-    total = 0.0
-    for f in finished:
-        inside = [c for t, c in f.cpu_timeline if t0 <= t <= t1 + 1]
-        if len(inside) >= 2:
-            total += inside[-1] - inside[0]
-    return total
-
-
 def locust_totals(path: Path) -> tuple[int, int]:
     """(requests, failures) from Locust's --json-file: its stats entries, one per request name."""
     entries = json.loads(path.read_text())
@@ -116,12 +115,10 @@ def locust_totals(path: Path) -> tuple[int, int]:
 
 class LocustDriver(Driver):
     name = "locust"
-
-    def check_installed(self) -> None:
-        require_tool("locust", INSTALL)
+    install = INSTALL
 
     def run(self, spec: LoadSpec) -> LoadResult:
-        locust = require_tool("locust", INSTALL)
+        locust = self.executable()
         if spec.ramp is None:
             raise DriverFailed("the locust driver runs ramp profiles only")
         spec.out_dir.mkdir(parents=True, exist_ok=True)
@@ -140,7 +137,7 @@ class LocustDriver(Driver):
         for log in logs:
             log.unlink(missing_ok=True)
         finished = run_generators(argvs, logs, deadline_s=ramp.duration_s + 2 * spec.timeout_s + 90,
-                                  cpus=spec.cpus, env={"BENCH_LOCUST": json.dumps(cfg)})
+                                  cpus=spec.cpus, env={"BENCH_LOCUST": json.dumps(cfg)}, cpu_timeline=True)
         bad = [(f, log) for f, log in zip(finished, logs) if f.exit_code not in (0, 1)]
         if bad or not out.exists() or not json_out.exists():
             f, log = (bad or list(zip(finished, logs)))[0]

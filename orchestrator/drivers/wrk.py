@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 
 from ..jvm import cpu_count
-from ..procs import log_tail, require_tool
+from ..procs import log_tail
 from .base import PERCENTILES, Driver, DriverFailed, LoadResult, LoadSpec, run_generator
 
 # Runs in wrk's summary Lua state; OUT is defined above it. `response` stays nil on purpose:
@@ -69,12 +69,10 @@ def parse_summary(doc: dict, loadgen_cpu_s: float) -> LoadResult:
 
 class WrkDriver(Driver):
     name = "wrk"
-
-    def check_installed(self) -> None:
-        require_tool("wrk", "apt-get install -y wrk")
+    install = "apt-get install -y wrk"
 
     def run(self, spec: LoadSpec) -> LoadResult:
-        wrk = require_tool("wrk", "apt-get install -y wrk")
+        wrk = self.executable()
         spec.out_dir.mkdir(parents=True, exist_ok=True)
         stem = f"wrk-{spec.stem}"
         script, out_json, log = (spec.out_dir / f"{stem}.lua", spec.out_dir / f"{stem}.json",
