@@ -21,7 +21,7 @@ from . import infra as infra_mod
 from . import RESULTS_DIR, drivers, runtimes
 from .build import build
 from .catalog import Framework, Target, discover, resolve
-from .checks import LITTLE_HIGH, LITTLE_LOW, busy_processes, cell_flags, littles_law_ratio
+from .checks import busy_processes, cell_flags, littles_law_holds, littles_law_ratio
 from .errors import BenchError, TargetFailed, UsageError
 from .hostinfo import git_commit, host_info, tool_versions
 from .httpclient import request
@@ -303,9 +303,8 @@ def warm_up(profile: Profile, spec_args: dict) -> tuple[float, bool]:
     while True:
         r = wrk.run(drivers.LoadSpec(duration_s=profile.warmup_s, **spec_args))
         spent += profile.warmup_s
-        ratio = littles_law_ratio(spec_args["concurrency"], r)
         if previous is not None and previous.rps > 0 and abs(r.rps - previous.rps) <= STEADY_TOLERANCE * previous.rps \
-                and LITTLE_LOW <= ratio <= LITTLE_HIGH:
+                and littles_law_holds(spec_args["concurrency"], r):
             return spent, True
         if spent + profile.warmup_s > profile.warmup_max_s:
             return spent, False

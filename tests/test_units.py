@@ -6,7 +6,7 @@ import math
 import pytest
 
 from orchestrator import options
-from orchestrator.checks import cell_flags, littles_law_ratio
+from orchestrator.checks import cell_flags, littles_law_holds, littles_law_ratio
 from orchestrator.drivers.base import LoadResult
 from orchestrator.drivers.wrk import lua_string, parse_summary
 from orchestrator.errors import UsageError
@@ -53,6 +53,16 @@ def test_littles_law_flags_idle_connections():
     r = result(1000, 100.0)  # 100 requests in flight, but 256 connections open
     assert littles_law_ratio(256, r) == pytest.approx(0.39, abs=0.01)
     assert "littles-law" in cell_flags(256, r, 1)
+
+
+def test_littles_law_allows_for_requests_still_in_flight_at_the_window_end():
+    # wrk, 3 s, 64 connections on a 1 s sleep, measured: 42.5 rps at 1,050 ms mean (ratio 0.70).
+    slow = LoadResult(requests=128, duration_s=3.0, latency_mean=1050.0)
+    assert littles_law_holds(64, slow) and "littles-law" not in cell_flags(64, slow, 1)
+    # The same ratio at 10 ms in 3 s has no such excuse: connections sat idle.
+    fast = LoadResult(requests=13440, duration_s=3.0, latency_mean=10.0)
+    assert littles_law_ratio(64, fast) == pytest.approx(0.70, abs=0.01)
+    assert not littles_law_holds(64, fast) and "littles-law" in cell_flags(64, fast, 1)
 
 
 def test_other_flags():
