@@ -9,6 +9,7 @@ import psutil
 from .drivers import LoadResult
 
 LITTLE_LOW, LITTLE_HIGH = 0.75, 1.25
+STEADY_TOLERANCE = 0.05   # two warm-up windows this close in rps: the JIT has settled
 LOADGEN_SATURATED = 0.90
 MIN_REQUESTS = 100
 

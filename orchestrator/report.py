@@ -21,6 +21,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from . import RESULTS_DIR, analysis, results
 from .analysis import METRICS, PERCENTILES
+from .checks import STEADY_TOLERANCE
 from .errors import UsageError
 
 TIMESERIES = results.TIMESERIES
@@ -32,6 +33,7 @@ TABLE_METRICS = ["rps", "latency_mean_ms", "latency_p50_ms", "latency_p90_ms", "
 WINNER_METRICS = ["rps", "latency_p50_ms", "latency_p99_ms", "cpu_ms_per_req", "server_peak_rss_mb"]
 RESOURCE_METRICS = ["server_cpu_pct", "server_peak_rss_mb", "server_peak_threads", "gc_time_ms"]
 MARKERS = dict(zip(PERCENTILES, "os^D"))
+TIE = f"≈ tie (under {STEADY_TOLERANCE:.0%})"
 MARKS = {"failed": "✗", "partial": "⚠", "flagged": "⚠", "ok": ""}
 LEGEND_NOTE = ("✗ failed  ·  ⚠ flagged or partly failed: hatched or hollow, never crowned  ·  "
                "whiskers: min–max over repeats")
@@ -290,8 +292,9 @@ def comparison_table(summ: pd.DataFrame, scenario: str, level, x: str = "concurr
     rows = []
     for metric in metrics:
         lead = leads.loc[metric]
+        better = "no clean cell" if pd.isna(lead["best"]) else TIE if lead["tie"] else lead["best"]
         rows.append([metric_title(metric), *[_value(r, metric) for _, r in cells.iterrows()],
-                     _lead(lead, METRICS[metric].unit), "no clean cell" if pd.isna(lead["best"]) else lead["best"]])
+                     _lead(lead, METRICS[metric].unit), better])
     return pd.DataFrame(rows, columns=["metric", *cells["target"], "difference", "better"])
 
 
@@ -304,6 +307,8 @@ def winners_matrix(summ: pd.DataFrame, x: str = "concurrency", metrics: list[str
             text = "no clean cell"
         elif pd.isna(lead["runner_up"]):
             text = f"{lead['best']} (the only clean cell)"
+        elif lead["tie"]:
+            text = f"{TIE}: {lead['best']}, {lead['runner_up']} ({_pct(lead['diff_pct'])})"
         else:
             text = f"{lead['best']}: {_pct(lead['diff_pct'])} vs {lead['runner_up']}"
         rows.setdefault((lead["scenario"], lead[x]), {})[metric_title(lead["metric"])] = text
@@ -380,7 +385,8 @@ def _sections(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str) -> 
     blocks += [("h2", "Winners"),
                ("p", "The best target per scenario and metric among clean cells (every repeat ran, no "
                      "self-check flag), and how far it leads the runner-up. ↑ higher is better, ↓ lower is "
-                     "better; figures are medians over repeats."),
+                     "better; figures are medians over repeats. A lead under "
+                     f"{STEADY_TOLERANCE:.0%} is a tie: two windows of one steady JVM may differ that much."),
                ("table", winners_matrix(summ, x))]
     bad = not_crowned(summ, x)
     if len(bad):

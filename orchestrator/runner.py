@@ -21,7 +21,7 @@ from . import infra as infra_mod
 from . import RESULTS_DIR, drivers, runtimes
 from .build import build
 from .catalog import Framework, Target, discover, resolve
-from .checks import busy_processes, cell_flags, littles_law_holds, littles_law_ratio
+from .checks import STEADY_TOLERANCE, busy_processes, cell_flags, littles_law_holds, littles_law_ratio
 from .errors import BenchError, TargetFailed, UsageError
 from .hostinfo import git_commit, host_info, tool_versions
 from .httpclient import request
@@ -37,7 +37,6 @@ from .verify import Verification, verify
 
 MiB = 2**20
 PROBE_TIMEOUT_S = 10.0
-STEADY_TOLERANCE = 0.05   # two warm-up windows this close in rps: the JIT has settled
 
 
 @dataclass

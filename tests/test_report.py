@@ -72,6 +72,20 @@ def test_failed_and_flagged_cells_are_marked_and_never_crowned(run_dir):
     assert len(report.not_crowned(summ)) == int((~summ["eligible"]).sum())
 
 
+def test_a_lead_under_the_steady_tolerance_is_a_tie_not_a_win(run_dir):
+    summ = analysis.summary(results.load(run_dir))
+    cell = summ[summ["eligible"]].iloc[[0]]
+    scenario, level = cell["scenario"].iloc[0], cell["concurrency"].iloc[0]
+    close = pd.concat([cell, cell.assign(target="twin", rps=cell["rps"] * 1.02)])
+    far = pd.concat([cell, cell.assign(target="faster", rps=cell["rps"] * 1.5)])
+
+    assert report.winners_matrix(close, metrics=["rps"]).iloc[0, -1] == f"{report.TIE}: twin, {cell.target.iloc[0]} (+2.0%)"
+    assert report.winners_matrix(far, metrics=["rps"]).iloc[0, -1] == f"faster: +50% vs {cell.target.iloc[0]}"
+    better = report.comparison_table(close, scenario, level).set_index("metric")["better"]
+    assert better[report.metric_title("rps")] == report.TIE
+    assert report.comparison_table(far, scenario, level).set_index("metric")["better"][report.metric_title("rps")] == "faster"
+
+
 def chromium(*args: str, profile) -> subprocess.CompletedProcess:
     if not shutil.which("chromium"):
         pytest.fail("chromium is not installed: apt-get install -y chromium")
