@@ -165,7 +165,7 @@ def leaders(summ: pd.DataFrame, metrics: list[str], x: str = "concurrency") -> p
     """The best and the runner-up per (scenario, x, metric) among eligible cells.
 
     `diff_abs` is best - runner-up in the metric's unit and `diff_pct` the same in % of the runner-up:
-    positive for throughput, negative for latency and resources. `tie` is a lead smaller than
+    positive for throughput, negative for latency and resources. `tie`: no lead, or one smaller than
     STEADY_TOLERANCE, which two windows of one steady JVM may differ by: no lead at all. `excluded`
     names the targets that were not ranked (failed, partial or flagged). best is None when no cell
     is clean.
@@ -184,6 +184,6 @@ def leaders(summ: pd.DataFrame, metrics: list[str], x: str = "concurrency") -> p
                          "best": best.target if best else None, "best_value": value,
                          "runner_up": runner.target if runner else None, "runner_up_value": other,
                          "diff_abs": value - other, "diff_pct": 100 * (value - other) / other if other else np.nan,
-                         "tie": bool(other and abs(value - other) < STEADY_TOLERANCE * abs(other)),
+                         "tie": bool(value == other or (other and abs(value - other) < STEADY_TOLERANCE * abs(other))),
                          "excluded": excluded})
     return pd.DataFrame(rows)
