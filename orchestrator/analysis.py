@@ -166,7 +166,7 @@ def leaders(summ: pd.DataFrame, metrics: list[str], x: str = "concurrency") -> p
 
     `diff_abs` is best - runner-up in the metric's unit and `diff_pct` the same in % of the runner-up:
     positive for throughput, negative for latency and resources. `tie`: no lead, or one smaller than
-    STEADY_TOLERANCE, which two windows of one steady JVM may differ by: no lead at all. `excluded`
+    STEADY_TOLERANCE, which two windows of one steady JVM may differ by. `excluded`
     names the targets that were not ranked (failed, partial or flagged). best is None when no cell
     is clean.
     """
