@@ -394,7 +394,7 @@ def _execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | No
     pipeline = Pipeline(s, store.logs, console)
     targets = [resolve(pipeline.catalog, t) for t in plan.targets]
     for name in dict.fromkeys(["wrk", plan.profile.driver]):
-        drivers.get(name).check_installed()
+        drivers.get(name).executable()   # MissingTool before anything starts
     for leftover in pipeline.cleanup_leftovers():
         console.print(f"[yellow]removed a leftover of an earlier run:[/] {leftover}")
     pipeline.check_ports(targets, shared_infra=infra_mod.load_state() is not None)

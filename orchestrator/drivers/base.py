@@ -111,9 +111,6 @@ class Driver(abc.ABC):
         from ..procs import require_tool
         return require_tool(self.name, self.install)
 
-    def check_installed(self) -> None:
-        self.executable()
-
     @abc.abstractmethod
     def run(self, spec: LoadSpec) -> LoadResult:
         """Drive load for spec.duration_s and return the measured window; DriverFailed on failure."""
