@@ -10,7 +10,7 @@ from .drivers import LoadResult
 
 LITTLE_LOW, LITTLE_HIGH = 0.75, 1.25
 STEADY_TOLERANCE = 0.05   # two warm-up windows this close in rps: the JIT has settled
-LOADGEN_SATURATED = 0.90
+LOADGEN_SATURATED = 0.90   # of the generator's CPUs: its own processes, or everything that ran there
 MIN_REQUESTS = 100
 
 
@@ -38,15 +38,28 @@ def littles_law_holds(concurrency: int, r: LoadResult) -> bool:
 
 
 def cell_flags(concurrency: int, r: LoadResult, loadgen_cpus: int, server_alive: bool = True,
-               closed_loop: bool = True) -> list[str]:
+               closed_loop: bool = True, loadgen_cpus_busy_pct: float | None = None,
+               driver: str | None = None) -> list[str]:
     """The flags of a measured window. Little's law is checked in a closed loop only: there the
-    clients are the requests in flight; in a burst's tail or at an open rate they are not."""
+    clients are the requests in flight; in a burst's tail or at an open rate they are not.
+
+    Two saturation checks: the generator's own processes (`loadgen-saturated`), and everything that
+    ran on the load-generator CPUs (`loadgen-cpus-busy`: Redis, MariaDB, a gateway's backend,
+    softirq and the orchestrator share them; a full CPU there measured that CPU, not the server).
+    `near-generator-ceiling`: above NEAR_CEILING of what `bench calibrate` measured this generator
+    to reach on this machine against a server faster than any target."""
     flags = []
     if closed_loop and not littles_law_holds(concurrency, r):
         flags.append("littles-law")
     if r.loadgen_cpu_s == r.loadgen_cpu_s and r.duration_s > 0 and \
             r.loadgen_cpu_s / r.duration_s > LOADGEN_SATURATED * loadgen_cpus and "loadgen-saturated" not in r.flags:
         flags.append("loadgen-saturated")
+    if loadgen_cpus_busy_pct is not None and loadgen_cpus_busy_pct > 100 * LOADGEN_SATURATED:
+        flags.append("loadgen-cpus-busy")
+    if driver:
+        from .calibrate import near_ceiling
+        if near_ceiling(driver, r.rps):
+            flags.append("near-generator-ceiling")
     if r.errors:
         flags.append("socket-errors")
     if r.errors_status:

@@ -35,12 +35,26 @@ def host_info() -> dict:
     }
 
 
+# tool -> the arguments that make it print its version (first line kept)
+VERSION_ARGS = {"wrk": ["--version"], "k6": ["version"], "locust": ["--version"], "h2load": ["--version"],
+                "oha": ["--version"], "nginx": ["-v"], "redis-server": ["--version"], "mariadbd": ["--version"]}
+
+
 def tool_versions() -> dict:
-    return {
-        "wrk": _run(["wrk", "--version"]).splitlines()[0] if _run(["wrk", "--version"]) else "",
-        "redis": _run(["redis-server", "--version"]),
-        "mariadb": _run(["/usr/sbin/mariadbd", "--version"]),
-    }
+    """The version line of every tool a figure may depend on ("" where it is not installed): each
+    load generator, Redis, MariaDB, nginx (`bench calibrate`)."""
+    from .errors import MissingTool
+    from .procs import require_tool
+    out = {}
+    for tool, args in VERSION_ARGS.items():
+        try:
+            path = require_tool(tool, "")
+        except MissingTool:
+            out[tool] = ""
+            continue
+        lines = _run([path, *args]).splitlines()
+        out[tool] = lines[0] if lines else ""
+    return out
 
 
 def git_commit() -> str:

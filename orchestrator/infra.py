@@ -181,11 +181,9 @@ def _start_mariadb(infra: Infra, launcher) -> None:
     exited = launcher.start("mariadb", argv, log)
 
     def seeded():
-        import pymysql
         if exited():
             raise BenchError("mariadbd exited")
-        conn = pymysql.connect(unix_socket=infra.socket, user="root", connect_timeout=2, autocommit=True)
-        with conn.cursor() as c:
+        with _root_cursor(infra) as c:
             c.execute(f"CREATE DATABASE IF NOT EXISTS {DB_NAME}")
             c.execute(f"CREATE USER IF NOT EXISTS '{DB_USER}'@'127.0.0.1' IDENTIFIED BY %s", (infra.password,))
             c.execute(f"GRANT ALL ON {DB_NAME}.* TO '{DB_USER}'@'127.0.0.1'")
@@ -196,8 +194,28 @@ def _start_mariadb(infra: Infra, launcher) -> None:
             # seq_1_to_N comes from MariaDB's Sequence engine: one statement seeds every row.
             c.execute(f"INSERT INTO item (id, name, price) SELECT seq, CONCAT('item-', seq), seq * 0.25 "
                       f"FROM seq_1_to_{SEED_ROWS}")
-        conn.close()
     _wait_for(seeded, "MariaDB", log, 60)
+
+
+@contextlib.contextmanager
+def _root_cursor(infra: Infra):
+    import pymysql
+    conn = pymysql.connect(unix_socket=infra.socket, user="root", connect_timeout=2, autocommit=True)
+    try:
+        with conn.cursor() as c:
+            yield c
+    finally:
+        conn.close()
+
+
+def reset_db(infra: Infra) -> int:
+    """Back to the seed: the rows db-write added are deleted and ids start after the seed again, so
+    that no target reads or writes a table another target grew. Returns the rows removed."""
+    with _root_cursor(infra) as c:
+        c.execute(f"USE {DB_NAME}")
+        removed = c.execute(f"DELETE FROM item WHERE id > {SEED_ROWS}")
+        c.execute(f"ALTER TABLE item AUTO_INCREMENT = {SEED_ROWS + 1}")
+    return removed
 
 
 def start(redis_port: int, db_port: int, cpus: str | None, outlive: bool = False,

@@ -16,13 +16,17 @@ import psutil
 from .catalog import Target
 
 
-def cpu_count(cpus: str) -> int:
-    """Number of CPUs in a taskset list such as "1", "0-1" or "0,2-3"."""
-    n = 0
+def parse_cpus(cpus: str) -> set[int]:
+    """The CPUs of a taskset list such as "1", "0-1" or "0,2-3"."""
+    out: set[int] = set()
     for part in cpus.split(","):
         lo, _, hi = part.partition("-")
-        n += int(hi or lo) - int(lo) + 1
-    return n
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def cpu_count(cpus: str) -> int:
+    return len(parse_cpus(cpus))
 
 
 def jvm_options(target: Target, heap: str, cpus: str) -> list[str]:
@@ -49,6 +53,8 @@ class JvmCounters:
     gc_time_s: float
     threads: int
     collector: str
+    jit_time_s: float = 0.0   # time the JIT compilers spent compiling since start (java.ci.totalTime)
+    compiles: int = 0
 
 
 def _perf_file(pid: int) -> Path | None:
@@ -100,7 +106,7 @@ def read_perfdata(path: Path) -> dict[str, int | str]:
 
 
 def read_counters(pid: int) -> JvmCounters | None:
-    """GC count and time summed over the collectors, and live threads; None if unreadable."""
+    """GC count and time summed over the collectors, live threads and JIT compilation; None if unreadable."""
     path = _perf_file(pid)
     if path is None:
         return None
@@ -120,4 +126,6 @@ def read_counters(pid: int) -> JvmCounters | None:
         names.append(str(c.get(f"sun.gc.collector.{i}.name", "")))
     return JvmCounters(gc_count=count, gc_time_s=ticks / float(freq),
                        threads=int(c.get("java.threads.live", 0)),
+                       jit_time_s=int(c.get("java.ci.totalTime", 0)) / float(freq),
+                       compiles=int(c.get("sun.ci.totalCompiles", 0)),
                        collector=str(c.get("sun.gc.policy", "")) or "+".join(n for n in names if n))

@@ -6,7 +6,7 @@ copy and edit (orchestrator/profiles/*.toml), chosen with `bench run --profile N
     ramp        stepped users: start, +step every step_duration, for steps steps (Locust)
     rate        an open model at each fixed arrival rate (k6 constant-arrival-rate)
 
-Every profile warms the target up with wrk until it is steady (see runner.warm_up) before it measures.
+Every profile warms the target up with wrk until it is steady (see warmup.py) before it measures.
 """
 from __future__ import annotations
 

@@ -36,19 +36,25 @@ SCHEMA = pa.schema([
     ("step", pa.int64()),          # ramp profile: the step (1-based); else null
     ("repeat", pa.int64()),
     ("status", pa.string()), ("reason", pa.string()),
-    ("warmup_s", pa.float64()), ("duration_s", pa.float64()),
+    ("warmup_s", pa.float64()), ("warmup_windows", pa.int64()), ("duration_s", pa.float64()),
     ("requests", pa.int64()), ("rps", pa.float64()), ("bytes", pa.int64()),
     ("errors_connect", pa.int64()), ("errors_read", pa.int64()), ("errors_write", pa.int64()),
     ("errors_timeout", pa.int64()), ("errors_status", pa.int64()), ("dropped", pa.int64()),
     ("latency_min_ms", pa.float64()), ("latency_mean_ms", pa.float64()), ("latency_stdev_ms", pa.float64()),
     ("latency_p50_ms", pa.float64()), ("latency_p75_ms", pa.float64()), ("latency_p90_ms", pa.float64()),
     ("latency_p95_ms", pa.float64()), ("latency_p99_ms", pa.float64()), ("latency_p999_ms", pa.float64()), ("latency_max_ms", pa.float64()),
+    # wrk only: its coordinated-omission-corrected mean and p99 (synthetic samples included); the
+    # latency_* columns above are raw measurements for every driver
+    ("co_corrected_mean_ms", pa.float64()), ("co_corrected_p99_ms", pa.float64()),
     ("server_cpu_s", pa.float64()), ("server_cpu_pct", pa.float64()),
     ("server_peak_rss_mb", pa.float64()), ("server_peak_threads", pa.int64()),
     ("container_peak_mem_mb", pa.float64()),
     ("gc_count", pa.int64()), ("gc_time_ms", pa.float64()), ("gc_collector", pa.string()),
+    ("jit_time_ms", pa.float64()),   # JIT compilation during the window: near 0 once warmed up
     ("startup_s", pa.float64()), ("rss_after_start_mb", pa.float64()),
-    ("loadgen_cpu_pct", pa.float64()), ("littles_ratio", pa.float64()), ("flags", pa.string()),
+    ("loadgen_cpu_pct", pa.float64()),        # the generator's own processes, in % of one CPU
+    ("loadgen_cpus_busy_pct", pa.float64()),  # everything that ran on the load-generator CPUs, in % of them
+    ("littles_ratio", pa.float64()), ("flags", pa.string()),
     ("heap", pa.string()), ("server_cpus", pa.string()), ("loadgen_cpus", pa.string()),
 ])
 COLUMNS = SCHEMA.names
@@ -61,7 +67,7 @@ TIMESERIES_SCHEMA = pa.schema([
     ("rps", pa.float64()), ("failures_per_s", pa.float64()),
     ("p50_ms", pa.float64()), ("p95_ms", pa.float64()), ("p99_ms", pa.float64()),
     ("loadgen_cpu_pct", pa.float64()), ("server_cpu_pct", pa.float64()), ("server_rss_mb", pa.float64()),
-    ("server_threads", pa.int64()),
+    ("server_threads", pa.int64()), ("loadgen_cpus_busy_pct", pa.float64()),
 ])
 TIMESERIES_KEY = ("target", "scenario", "repeat")
 

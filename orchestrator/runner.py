@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import os
 import signal
 import sys
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -21,12 +22,12 @@ from . import infra as infra_mod
 from . import RESULTS_DIR, drivers, runtimes
 from .build import build
 from .catalog import Framework, Target, discover, resolve
-from .checks import STEADY_TOLERANCE, busy_processes, cell_flags, littles_law_holds, littles_law_ratio
+from .checks import busy_processes, cell_flags, littles_law_ratio
 from .errors import BenchError, TargetFailed, UsageError
 from .hostinfo import git_commit, host_info, tool_versions
 from .httpclient import request
 from .jdk import Jdk, find_jdk
-from .jvm import cpu_count, jvm_options
+from .jvm import cpu_count, jvm_options, parse_cpus
 from .profiles import Profile
 from .procs import ensure_port_free, log_tail, public_listeners
 from .results import RunStore, new_run_id
@@ -34,6 +35,7 @@ from .runtimes import LaunchSpec, Runtime, Server
 from .sampling import Sampler, ServerSample
 from .scenarios import SCENARIOS
 from .verify import Verification, verify
+from .warmup import warm_up
 
 MiB = 2**20
 PROBE_TIMEOUT_S = 10.0
@@ -54,6 +56,9 @@ class Settings:
     offline: bool = False              # docker runtime: never try to pull base images
     start_timeout_s: float = 120.0
     request_timeout_s: float = 30.0
+    # A fresh JVM for each scenario, not one per target: no scenario inherits the heap, threads, JIT
+    # state or peak RSS of the ones before it (on in presets whose tables crown RSS or threads).
+    fresh_jvm_per_scenario: bool = False
 
 
 @dataclass
@@ -278,36 +283,11 @@ def _result_line(row: dict) -> str:
     if row["status"] != "ok":
         return (f"[red]FAILED[/] {row['target']} {row['scenario']} {level_label(row)}: "
                 f"{escape(row['reason'].splitlines()[0][:160])}")
-    flags = f" [yellow][{row['flags']}][/]" if row["flags"] else ""
+    flags = f" [yellow]{escape('[' + row['flags'] + ']')}[/]" if row["flags"] else ""
     return (f"{row['target']:<34} {row['scenario']:<10} {level_label(row):<10} "
             f"{row['rps']:>10,.0f} rps  p50 {row['latency_p50_ms']:7.2f} ms  p99 {row['latency_p99_ms']:8.2f} ms  "
             f"cpu {row['server_cpu_pct']:4.0f}%  rss {row['server_peak_rss_mb']:5.0f} MiB  "
             f"thr {row['server_peak_threads']}{flags}")
-
-
-def warm_up(profile: Profile, spec_args: dict) -> tuple[float, bool]:
-    """Load with wrk in windows of profile.warmup_s until two in a row agree within STEADY_TOLERANCE on
-    rps and the last one had no stalls (Little's law holds: a JVM still compiling or deoptimising
-    stalls, and wrk's latency correction then inflates the in-flight count far above the connections).
-
-    On one core a JVM's JIT competes with the requests and needs far longer than a fixed few
-    seconds (Spring WebFlux on json: 1.4k rps after 5 s, 10.6k after a minute), so a fixed warm-up
-    would publish a cold JVM. Every profile warms up this way, whatever drives its measured load.
-    Returns the seconds spent and whether a steady state was reached.
-    """
-    if profile.warmup_s <= 0:
-        return 0.0, True
-    wrk = drivers.get("wrk")
-    spent, previous = 0.0, None
-    while True:
-        r = wrk.run(drivers.LoadSpec(duration_s=profile.warmup_s, **spec_args))
-        spent += profile.warmup_s
-        if previous is not None and previous.rps > 0 and abs(r.rps - previous.rps) <= STEADY_TOLERANCE * previous.rps \
-                and littles_law_holds(spec_args["concurrency"], r):
-            return spent, True
-        if spent + profile.warmup_s > profile.warmup_max_s:
-            return spent, False
-        previous = r
 
 
 def _measured_row(base: dict, r: drivers.LoadResult, smp: ServerSample, flags: list[str]) -> dict:
@@ -319,28 +299,46 @@ def _measured_row(base: dict, r: drivers.LoadResult, smp: ServerSample, flags: l
         **{f"latency_{k}_ms": getattr(r, f"latency_{k}") for k in
            ("min", "mean", "stdev", "p50", "p75", "p90", "p95", "p99", "p999", "max")},
         "server_cpu_s": smp.cpu_s,
-        # Over the sampled wall time: a burst's own duration leaves out its connection set-up and tail.
         "server_cpu_pct": 100.0 * smp.cpu_s / smp.wall_s if smp.wall_s else None,
         "server_peak_rss_mb": smp.peak_rss_bytes / MiB, "server_peak_threads": smp.peak_threads,
         "container_peak_mem_mb": smp.peak_container_mem_bytes / MiB if smp.peak_container_mem_bytes else None,
         "gc_count": smp.gc_count, "gc_time_ms": smp.gc_time_s * 1000 if smp.gc_time_s is not None else None,
         "gc_collector": smp.collector,
+        "jit_time_ms": smp.jit_time_s * 1000 if smp.jit_time_s is not None else None,
         "loadgen_cpu_pct": 100.0 * r.loadgen_cpu_s / r.duration_s if r.duration_s else None,
+        "loadgen_cpus_busy_pct": smp.loadgen_cpus_busy_pct,
+        "co_corrected_mean_ms": _or_none(r.co_corrected_mean), "co_corrected_p99_ms": _or_none(r.co_corrected_p99),
         "littles_ratio": littles_law_ratio(base["concurrency"], r), "flags": ",".join(flags),
     }
+
+
+def _or_none(x: float) -> float | None:
+    return None if x != x else x
+
+
+def load_dir(pipeline: Pipeline, target_id: str, repeat: int) -> Path:
+    """Where a target's generator files go: one folder per target and repeat (each file is named by
+    scenario and level), so that no later target or repeat overwrites them."""
+    return pipeline.logs / "load" / f"{target_id.replace(':', '-')}-r{repeat}"
 
 
 def measure_cell(pipeline: Pipeline, started: Started, plan: Plan, base: dict, scenario: str,
                  concurrency: int, rate: float | None) -> tuple[list[dict], list[dict]]:
     """Warm up, drive the profile's load while sampling the server, check the server still answers;
-    returns the measurement rows (one; a ramp: one per step) and the per-second series (ramp)."""
+    returns the measurement rows (one; a ramp: one per step) and the per-second series (ramp).
+
+    The server's figures are those of the generator's own window (each driver reports its start
+    and length), not of the whole driver call around it."""
     s, p = plan.settings, plan.profile
-    spec_args = dict(port=s.port, scenario=SCENARIOS[scenario], cpus=s.loadgen_cpus,
-                     timeout_s=s.request_timeout_s, out_dir=pipeline.logs / "load")
-    warmed_s, steady = warm_up(p, {**spec_args, "concurrency": p.warmup_connections(concurrency)})
-    load = drivers.LoadSpec(concurrency=concurrency, duration_s=p.duration_s, requests=p.requests, rate=rate,
-                            ramp=p.ramp, **spec_args)
-    with Sampler(started.server, timeline=p.ramp is not None) as sampler:
+    out_dir = load_dir(pipeline, base["target"], base["repeat"])
+    spec = drivers.LoadSpec(port=s.port, scenario=SCENARIOS[scenario], cpus=s.loadgen_cpus,
+                            timeout_s=s.request_timeout_s, out_dir=out_dir / "warmup",
+                            concurrency=p.warmup_connections(concurrency), duration_s=p.warmup_s,
+                            rate=rate if p.kind == "rate" else None)
+    warm = warm_up(p.warmup_s, p.warmup_max_s, spec, started.server.pid)
+    load = replace(spec, concurrency=concurrency, duration_s=p.duration_s, requests=p.requests, rate=rate,
+                   ramp=p.ramp, out_dir=out_dir)
+    with Sampler(started.server, s.loadgen_cpus) as sampler:
         result = drivers.get(p.driver).run(load)
     alive = started.server.exit_code() is None
     if not alive:
@@ -352,33 +350,41 @@ def measure_cell(pipeline: Pipeline, started: Started, plan: Plan, base: dict, s
         raise TargetFailed(f"target stopped answering: no response to its health path within {PROBE_TIMEOUT_S:.0f} s "
                            f"after the cell ({result.requests} requests answered in the cell); last lines of "
                            f"{started.server.log_path}:\n{log_tail(started.server.log_path)}") from None
-    base = {**base, "warmup_s": warmed_s}
+    base = {**base, "warmup_s": warm.spent_s, "warmup_windows": len(warm.windows)}
     cores = cpu_count(s.loadgen_cpus)
     # Little's law ties rps and latency to the clients only in a closed loop of fixed size.
     closed = p.kind in ("throughput", "ramp")
 
-    def flags(conc: int, r: drivers.LoadResult) -> list[str]:
-        return cell_flags(conc, r, cores, alive, closed_loop=closed) + r.flags + ([] if steady else ["not-steady"])
+    def flags(conc: int, r: drivers.LoadResult, smp) -> list[str]:
+        return (cell_flags(conc, r, cores, alive, closed_loop=closed, loadgen_cpus_busy_pct=smp.loadgen_cpus_busy_pct,
+                           driver=p.driver)
+                + r.flags + ([] if warm.steady else ["not-steady"]))
+
+    def window(r: drivers.LoadResult):
+        return sampler.window(r.started_at, r.started_at + r.duration_s)
 
     if p.ramp is None:
-        row = _measured_row({**base, "concurrency": concurrency, "rate": rate}, result, sampler.result,
-                            flags(concurrency, result))
+        smp = window(result)
+        row = _measured_row({**base, "concurrency": concurrency, "rate": rate}, result, smp, flags(concurrency, result, smp))
         return [row], []
     rows = []
     for step, r in enumerate(result.steps, start=1):
         users = p.ramp.users(step)
-        smp = sampler.window(r.started_at, r.started_at + p.ramp.step_s)
+        smp = window(r)
         rows.append(_measured_row({**base, "concurrency": users, "step": step, "duration_s": r.duration_s},
-                                  r, smp, flags(users, r)))
+                                  r, smp, flags(users, r, smp)))
     series = []
     for rec in result.timeseries:
         smp = sampler.window(rec["epoch_s"], rec["epoch_s"] + 1)
-        step = min(p.ramp.steps, max(1, int((rec["epoch_s"] + 0.5 - result.started_at) // p.ramp.step_s) + 1))
+        step = rec.get("step")
+        if step is None:
+            step = min(p.ramp.steps, max(1, int((rec["epoch_s"] + 0.5 - result.started_at) // p.ramp.step_s) + 1))
         series.append({**rec, "run_id": base["run_id"], "target": base["target"], "scenario": scenario,
                        "repeat": base["repeat"], "step": step,
                        "server_cpu_pct": 100.0 * smp.cpu_s if smp.cpu_s == smp.cpu_s else None,
                        "server_rss_mb": smp.peak_rss_bytes / MiB if smp.peak_rss_bytes else None,
-                       "server_threads": smp.peak_threads or None})
+                       "server_threads": smp.peak_threads or None,
+                       "loadgen_cpus_busy_pct": smp.loadgen_cpus_busy_pct})
     return rows, series
 
 
@@ -418,6 +424,9 @@ def _execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | No
         pipeline.build_all(targets)
         meta["builds"] = {k: v for k, v in pipeline.build_times.items()}
         store.write_meta(meta)
+        # From here on the orchestrator (its sampler, its parsing of generator files) runs where the
+        # load runs, never on a server CPU; builds above still had every CPU.
+        os.sched_setaffinity(0, parse_cpus(s.loadgen_cpus))
         if not todo:
             console.print("nothing to do: every cell of this run is measured")
             return 0
@@ -497,35 +506,49 @@ def _run_target(pipeline: Pipeline, plan: Plan, store: RunStore, infra: list, ta
             return None, fail_rest(rest, v.reason, started)
         return started, 0
 
-    restart_dead_infra()
-    started, failed = start_and_verify(cells)
-    try:
-        i = 0
-        while started and i < len(cells):
-            cell = cells[i]
-            scenario, conc, rate = cell
-            progress.update(task, description=f"{target.id} {scenario} " + (f"{rate:g}/s" if rate else f"c={conc}"))
-            series: list[dict] = []
-            try:
-                rows, series = measure_cell(pipeline, started, plan, base(scenario, started), scenario, conc, rate)
-            except TargetFailed as e:
-                failed += fail_rest(cells[i:], e.reason, started)
-                break
-            except drivers.DriverFailed as e:
-                rows = failed_rows(cell, f"load generator failed: {e}", started)
-            died = restart_dead_infra()
-            if died:
-                # The target's connections (and password) were to the dead servers: start it afresh too.
-                rows, series = failed_rows(cell, died, started), []
-            failed += store_cell(rows, series)
-            i += 1
-            if died and i < len(cells):
+    def measure_cells(cells, started: Started | None) -> int:
+        """Measure the cells on one started JVM; a target that dies fails the rest of them."""
+        failed = 0
+        try:
+            i = 0
+            while started and i < len(cells):
+                cell = cells[i]
+                scenario, conc, rate = cell
+                progress.update(task, description=f"{target.id} {scenario} " + (f"{rate:g}/s" if rate else f"c={conc}"))
+                series: list[dict] = []
+                try:
+                    rows, series = measure_cell(pipeline, started, plan, base(scenario, started), scenario, conc, rate)
+                except TargetFailed as e:
+                    failed += fail_rest(cells[i:], e.reason, started)
+                    break
+                except drivers.DriverFailed as e:
+                    rows = failed_rows(cell, f"load generator failed: {e}", started)
+                died = restart_dead_infra()
+                if died:
+                    # The target's connections (and password) were to the dead servers: start it afresh too.
+                    rows, series = failed_rows(cell, died, started), []
+                failed += store_cell(rows, series)
+                i += 1
+                if died and i < len(cells):
+                    started.stop()
+                    started, lost = start_and_verify(cells[i:])
+                    failed += lost
+        finally:
+            if started:
                 started.stop()
-                started, lost = start_and_verify(cells[i:])
-                failed += lost
-    finally:
-        if started:
-            started.stop()
+        return failed
+
+    failed = 0
+    # One JVM for all the target's cells, or one per scenario; the db table goes back to its seed
+    # before each, so that no JVM reads or writes a table an earlier one grew.
+    chunks = [[c for c in cells if c[0] == sc] for sc in dict.fromkeys(c[0] for c in cells)] \
+        if s.fresh_jvm_per_scenario else [cells]
+    for chunk in chunks:
+        restart_dead_infra()
+        infra_mod.reset_db(infra[0])
+        started, lost = start_and_verify(chunk)
+        failed += lost
+        failed += measure_cells(chunk, started)
     return failed
 
 

@@ -1,11 +1,19 @@
-"""Sampling the server during a measured window: CPU seconds, peak RSS, peak threads, GC."""
+"""Sampling the server and the load-generator CPUs while a cell runs, and cutting out the measured window.
+
+The sampler polls from a background thread for as long as it is open (the whole driver call: the
+generator's start-up, its window, its drain), and keeps every poll. The figures stored with a cell
+are then taken over exactly the generator's own window (its start and length, which each driver
+reports), so that a generator's set-up, a warm-up's stragglers or a CSV being parsed never count:
+CPU seconds interpolated at the window's edges, RSS and threads the peaks of the polls inside it,
+GC and JIT compilation from the JVM's counters, and the busy share of the load-generator CPUs from /proc/stat.
+"""
 from __future__ import annotations
 
 import threading
 import time
 from dataclasses import dataclass
 
-from .jvm import read_counters
+from .jvm import parse_cpus, read_counters
 from .runtimes import Server
 
 INTERVAL_S = 0.25
@@ -14,36 +22,69 @@ INTERVAL_S = 0.25
 @dataclass
 class ServerSample:
     cpu_s: float = float("nan")
-    wall_s: float = float("nan")      # how long the sampled window lasted
+    wall_s: float = float("nan")      # how long the window lasted
     peak_rss_bytes: int = 0
     peak_threads: int = 0
     peak_container_mem_bytes: int | None = None
     gc_count: int | None = None
     gc_time_s: float | None = None
     collector: str = ""
+    jit_time_s: float | None = None
+    loadgen_cpus_busy_pct: float | None = None   # everything that ran on the load-generator CPUs
 
 
 @dataclass(frozen=True)
 class Point:
-    """One poll of the server, for windows inside the sampled one (ramp steps, seconds)."""
+    """One poll: the server's counters and the load-generator CPUs' busy and total jiffies."""
     epoch_s: float
     cpu_s: float
     rss_bytes: int
     threads: int
+    container_mem_bytes: int | None
     gc_count: int | None
     gc_time_s: float | None
+    jit_time_s: float | None
+    cpus_busy: int
+    cpus_total: int
+
+
+def cpu_ticks(cpus: set[int]) -> tuple[int, int]:
+    """(busy, total) jiffies of the given CPUs since boot, from /proc/stat: everything that ran there
+    (every process, the kernel's softirq and interrupts, steal) counts as busy; idle and iowait do not."""
+    busy = total = 0
+    with open("/proc/stat") as f:
+        for line in f:
+            if not line.startswith("cpu") or line.startswith("cpu "):
+                continue
+            name, *fields = line.split()
+            if int(name[3:]) not in cpus:
+                continue
+            values = [int(v) for v in fields[:8]]   # user nice system idle iowait irq softirq steal
+            total += sum(values)
+            busy += sum(values) - values[3] - values[4]
+    return busy, total
+
+
+def _at(points: list[Point], t: float, value) -> float:
+    """A cumulative counter at epoch t, interpolated linearly between the polls around it."""
+    before = [p for p in points if p.epoch_s <= t]
+    after = [p for p in points if p.epoch_s >= t]
+    a = before[-1] if before else points[0]
+    b = after[0] if after else points[-1]
+    if b.epoch_s <= a.epoch_s:
+        return value(a)
+    return value(a) + (value(b) - value(a)) * (t - a.epoch_s) / (b.epoch_s - a.epoch_s)
 
 
 class Sampler:
-    """Context manager: polls the server from a background thread for the window it encloses.
+    """Context manager: polls the server and the load-generator CPUs for as long as it is open;
+    window(t0, t1) gives the figures of any part of that time."""
 
-    With timeline=True it also keeps every poll (with the GC counters), so that window() can tell
-    the resources of any part of it."""
-
-    def __init__(self, server: Server, timeline: bool = False):
+    def __init__(self, server: Server, loadgen_cpus: str = "0"):
         self.server = server
-        self.result = ServerSample()
-        self.timeline: list[Point] | None = [] if timeline else None
+        self.cpus = parse_cpus(loadgen_cpus)
+        self.timeline: list[Point] = []
+        self.collector = ""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -51,26 +92,19 @@ class Sampler:
         u = self.server.usage()
         if u is None:
             return
-        if self.timeline is not None:
-            gc = read_counters(self.server.pid)
-            self.timeline.append(Point(time.time(), u.cpu_s, u.rss_bytes, u.threads,
-                                       gc.gc_count if gc else None, gc.gc_time_s if gc else None))
-        self._last_cpu = u.cpu_s
-        self.result.peak_rss_bytes = max(self.result.peak_rss_bytes, u.rss_bytes)
-        self.result.peak_threads = max(self.result.peak_threads, u.threads)
-        if u.container_mem_bytes is not None:
-            self.result.peak_container_mem_bytes = max(self.result.peak_container_mem_bytes or 0, u.container_mem_bytes)
+        gc = read_counters(self.server.pid)
+        if gc:
+            self.collector = gc.collector
+        busy, total = cpu_ticks(self.cpus)
+        self.timeline.append(Point(time.time(), u.cpu_s, u.rss_bytes, max(u.threads, gc.threads if gc else 0),
+                                   u.container_mem_bytes, gc.gc_count if gc else None,
+                                   gc.gc_time_s if gc else None, gc.jit_time_s if gc else None, busy, total))
 
     def _loop(self) -> None:
         while not self._stop.wait(INTERVAL_S):
             self._poll()
 
     def __enter__(self) -> "Sampler":
-        self._t0 = time.monotonic()
-        self._gc0 = read_counters(self.server.pid)
-        u = self.server.usage()
-        self._cpu0 = u.cpu_s if u else float("nan")
-        self._last_cpu = self._cpu0
         self._poll()
         self._thread.start()
         return self
@@ -79,28 +113,29 @@ class Sampler:
         self._stop.set()
         self._thread.join()
         self._poll()
-        self.result.wall_s = time.monotonic() - self._t0
-        self.result.cpu_s = self._last_cpu - self._cpu0
-        gc1 = read_counters(self.server.pid)
-        if self._gc0 and gc1:
-            self.result.gc_count = gc1.gc_count - self._gc0.gc_count
-            self.result.gc_time_s = gc1.gc_time_s - self._gc0.gc_time_s
-            self.result.collector = gc1.collector
-            self.result.peak_threads = max(self.result.peak_threads, gc1.threads)
 
     def window(self, t0: float, t1: float) -> ServerSample:
-        """The server's resources between epoch seconds t0 and t1, from the timeline's polls."""
-        inside = [p for p in self.timeline or [] if t0 <= p.epoch_s <= t1]
-        out = ServerSample(collector=self.result.collector, wall_s=t1 - t0)
-        if not inside:
+        """The figures between epoch seconds t0 and t1. Counters (CPU, GC, CPU ticks) are differences
+        at the edges; RSS and threads are the peaks of the polls inside (or the nearest one)."""
+        out = ServerSample(collector=self.collector, wall_s=t1 - t0)
+        points = self.timeline
+        if not points:
             return out
-        before = [p for p in self.timeline if p.epoch_s < t0]
-        first = before[-1] if before else inside[0]
-        last = inside[-1]
-        out.cpu_s = last.cpu_s - first.cpu_s
+        out.cpu_s = _at(points, t1, lambda p: p.cpu_s) - _at(points, t0, lambda p: p.cpu_s)
+        inside = [p for p in points if t0 <= p.epoch_s <= t1] or [min(points, key=lambda p: abs(p.epoch_s - t1))]
         out.peak_rss_bytes = max(p.rss_bytes for p in inside)
         out.peak_threads = max(p.threads for p in inside)
+        mem = [p.container_mem_bytes for p in inside if p.container_mem_bytes is not None]
+        out.peak_container_mem_bytes = max(mem) if mem else None
+        # GC counters step at a pause, not smoothly: take the polls that enclose the window.
+        first = ([p for p in points if p.epoch_s <= t0] or points[:1])[-1]
+        last = ([p for p in points if p.epoch_s >= t1] or points[-1:])[0]
         if first.gc_count is not None and last.gc_count is not None:
             out.gc_count = last.gc_count - first.gc_count
             out.gc_time_s = last.gc_time_s - first.gc_time_s
+            out.jit_time_s = last.jit_time_s - first.jit_time_s
+        total = _at(points, t1, lambda p: p.cpus_total) - _at(points, t0, lambda p: p.cpus_total)
+        if total > 0:
+            busy = _at(points, t1, lambda p: p.cpus_busy) - _at(points, t0, lambda p: p.cpus_busy)
+            out.loadgen_cpus_busy_pct = 100.0 * busy / total
         return out

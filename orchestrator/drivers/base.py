@@ -63,6 +63,10 @@ class LoadResult:
     latency_p999: float = float("nan")
     latency_max: float = float("nan")
     loadgen_cpu_s: float = float("nan")
+    # wrk only: its coordinated-omission-corrected mean and p99 (synthetic samples included), kept
+    # apart from the raw figures above so that the two are never mixed up
+    co_corrected_mean: float = float("nan")
+    co_corrected_p99: float = float("nan")
     dropped: int = 0          # open model: arrivals the generator could not send (all VUs busy)
     flags: list[str] = field(default_factory=list)   # what the driver itself found suspect
     started_at: float = float("nan")                 # epoch seconds of the window's start

@@ -45,6 +45,7 @@ def script(spec: LoadSpec, out_json: str) -> str:
             f"export const options = {json.dumps(options)};\n"
             f"const URL = {json.dumps(spec.url)}, METHOD = {json.dumps(s.method)}, BODY = {body};\n"
             f"const PARAMS = {json.dumps(params)};\n"
+            f"export function setup() {{ return {{ t0: Date.now() }}; }}\n"
             f"export default function () {{ http.request(METHOD, URL, BODY, PARAMS); }}\n"
             f"export function handleSummary(data) {{ return {{ {json.dumps(out_json)}: JSON.stringify(data) }}; }}\n")
 
@@ -53,19 +54,29 @@ def burst_deadline_s(spec: LoadSpec) -> float:
     return 4 * spec.timeout_s + 60
 
 
-def read_requests(path) -> tuple[list[float], int, int]:
-    """From k6's CSV output: the latencies (ms) of answered requests, how many got a status >= 400,
-    and how many got no response at all (status 0)."""
+def read_requests(path) -> tuple[list[float], int, int, float, float]:
+    """From k6's CSV output (timestamps in µs, K6_CSV_TIME_FORMAT=unix_micro): the latencies (ms) of
+    answered requests, how many got a status >= 400, how many got no response at all (status 0), and
+    the window from the first request sent to the last response (epoch s, seconds). A sample's time
+    is when its request ended."""
     import pandas as pd
-    df = pd.read_csv(path, usecols=["metric_name", "metric_value", "status"], low_memory=False)
+    df = pd.read_csv(path, usecols=["metric_name", "timestamp", "metric_value", "status"], low_memory=False)
     req = df[df["metric_name"] == "http_req_duration"]
     status = pd.to_numeric(req["status"], errors="coerce").fillna(0)
     answered = req[status > 0]
-    return answered["metric_value"].astype(float).tolist(), int((status >= 400).sum()), int((status == 0).sum())
+    end = req["timestamp"].astype(float) / 1e6
+    begin = end - req["metric_value"].astype(float) / 1000
+    start = float(begin.min()) if len(req) else float("nan")
+    return (answered["metric_value"].astype(float).tolist(), int((status >= 400).sum()), int((status == 0).sum()),
+            start, float(end.max()) - start if len(req) else float("nan"))
 
 
-def parse_summary(doc: dict, loadgen_cpu_s: float, wall_s: float) -> LoadResult:
-    """k6's summary data -> LoadResult. Durations are in ms already."""
+def parse_summary(doc: dict, loadgen_cpu_s: float, window_s: float) -> LoadResult:
+    """k6's summary data -> LoadResult over a window of window_s. Durations are in ms already.
+
+    The window is the scenario's own duration: requests that finish in the graceful stop after it
+    were sent inside it, so they count, but the drain does not lengthen the window (an open model
+    that kept its rate then reads as its rate, not lower)."""
     m = doc["metrics"]
 
     def value(metric: str, key: str, default=0):
@@ -73,11 +84,10 @@ def parse_summary(doc: dict, loadgen_cpu_s: float, wall_s: float) -> LoadResult:
 
     requests = int(value("http_reqs", "count"))
     failed = int(value("http_req_failed", "passes"))   # "passes" of the failed-rate: requests that failed
-    duration_s = doc.get("state", {}).get("testRunDurationMs", wall_s * 1000) / 1000.0
     trend = m.get("http_req_duration", {}).get("values", {})
     lat = {f"latency_{k}": trend.get(f"p({p})", float("nan")) for k, p in PERCENTILES.items()}
     return LoadResult(
-        requests=requests, duration_s=duration_s, bytes=int(value("data_received", "count")),
+        requests=requests, duration_s=window_s, bytes=int(value("data_received", "count")),
         # k6 does not report why a request failed; status failures and socket errors share one count.
         errors_status=failed, dropped=int(value("dropped_iterations", "count")),
         latency_min=trend.get("min", float("nan")), latency_mean=trend.get("avg", float("nan")),
@@ -107,18 +117,25 @@ class K6Driver(Driver):
         argv.append(str(test))
         deadline = burst_deadline_s(spec) if spec.requests else spec.duration_s + 2 * spec.timeout_s
         started = time.time()
-        rc, wall, cpu_s = run_generator(argv, log, deadline_s=deadline + 60, cpus=spec.cpus,
-                                        env={"K6_NO_USAGE_REPORT": "true"})
+        rc, _wall, cpu_s = run_generator(argv, log, deadline_s=deadline + 60, cpus=spec.cpus,
+                                        env={"K6_NO_USAGE_REPORT": "true", "K6_CSV_TIME_FORMAT": "unix_micro"})
         if rc != 0 or not out_json.exists():
             raise DriverFailed(f"k6 exited with {rc}: {log_tail(log, 5) or 'no output'}")
         try:
-            result = parse_summary(json.loads(out_json.read_text()), cpu_s, wall)
+            doc = json.loads(out_json.read_text())
+            # a burst's window is set from its requests below; k6's run time stands in until then
+            window = doc["state"]["testRunDurationMs"] / 1000.0 if spec.requests else max(1, math.ceil(spec.duration_s))
+            result = parse_summary(doc, cpu_s, window)
         except (ValueError, KeyError) as e:
             raise DriverFailed(f"k6 wrote an unreadable summary ({e}): {out_json}") from None
-        result.started_at = started
+        # setup() runs just before the scenario starts and returns its clock (ms): k6's own start-up
+        # (parsing, VU set-up) is not in the window
+        result.started_at = (doc.get("setup_data") or {}).get("t0", started * 1000) / 1000.0
         if spec.requests:
-            latencies, status_errors, no_response = read_requests(per_request)
+            latencies, status_errors, no_response, first, window = read_requests(per_request)
             result.requests, result.errors_status, result.errors_read = len(latencies), status_errors, no_response
+            if window == window and window > 0:
+                result.started_at, result.duration_s = first, window
             for key, value in latency_fields(latencies).items():
                 setattr(result, key, value)
         if spec.rate and (result.dropped or result.rps < 0.95 * spec.rate):

@@ -1,0 +1,94 @@
+"""Warming a target up until it is steady, at the load its cell will measure.
+
+On one core a JVM's JIT competes with the requests and needs far longer than a fixed few seconds
+(Spring WebFlux on json: 1.4k rps after 5 s, 10.6k after a minute), so a fixed warm-up would
+publish a cold JVM. Two windows that agree are not enough either: a slow climb passes that test.
+A target is steady when the last STEADY_WINDOWS windows
+  - agree on rps (spread within 2 x STEADY_TOLERANCE of their median),
+  - show no trend (the last differs from the first of them by at most STEADY_TOLERANCE),
+  - had the JIT compilers quiet in the last one (compiling at most JIT_QUIET of its time, read from
+    the JVM's own counters; a JVM still compiling is still getting faster), and
+  - the last one had no stalls (Little's law holds in a closed loop).
+Every profile warms up this way: wrk at the cell's connections (a ramp: its first step's users),
+or, for an open-model rate, k6 at the cell's rate.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from statistics import median
+
+from . import drivers
+from .checks import STEADY_TOLERANCE, littles_law_holds
+from .jvm import read_counters
+
+STEADY_WINDOWS = 3
+JIT_QUIET = 0.05
+
+
+@dataclass(frozen=True)
+class Window:
+    rps: float
+    littles_ok: bool
+    jit_s: float | None      # JIT compilation time during the window (None: counters unreadable)
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    spent_s: float
+    steady: bool
+    windows: tuple[Window, ...]
+    quiet_gap_s: float = 0.0
+
+
+def steady(windows: list[Window] | tuple[Window, ...]) -> bool:
+    last = list(windows)[-STEADY_WINDOWS:]
+    if len(last) < STEADY_WINDOWS:
+        return False
+    rps = [w.rps for w in last]
+    mid = median(rps)
+    if mid <= 0 or max(rps) - min(rps) > 2 * STEADY_TOLERANCE * mid:
+        return False
+    if abs(rps[-1] - rps[0]) > STEADY_TOLERANCE * mid:
+        return False
+    final = last[-1]
+    if final.jit_s is not None and final.jit_s > JIT_QUIET * final.duration_s:
+        return False
+    return final.littles_ok
+
+
+def quiet_gap_s(last: drivers.LoadResult | None) -> float:
+    """The pause between warm-up and measurement: the server finishes what the warm-up left in
+    flight (up to about its slowest responses) before the measured window opens."""
+    if last is None or last.latency_p99 != last.latency_p99:
+        return 1.0
+    return min(5.0, max(1.0, 2 * last.latency_p99 / 1000.0))
+
+
+def _jit_s(pid: int) -> float | None:
+    c = read_counters(pid)
+    return c.jit_time_s if c else None
+
+
+def warm_up(window_s: float, max_s: float, spec: drivers.LoadSpec, server_pid: int) -> WarmUp:
+    """Load in windows of window_s until steady (or max_s is spent), then pause for the quiet gap."""
+    if window_s <= 0:
+        return WarmUp(0.0, True, ())
+    driver = drivers.get("k6" if spec.rate else "wrk")
+    spent, windows, last = 0.0, [], None
+    closed = not spec.rate
+    while True:
+        jit0 = _jit_s(server_pid)
+        last = driver.run(replace(spec, duration_s=window_s))
+        jit1 = _jit_s(server_pid)
+        spent += window_s
+        windows.append(Window(rps=last.rps,
+                              littles_ok=not closed or littles_law_holds(spec.concurrency, last),
+                              jit_s=jit1 - jit0 if jit0 is not None and jit1 is not None else None,
+                              duration_s=window_s))
+        done = steady(windows)
+        if done or spent + window_s > max_s:
+            gap = quiet_gap_s(last)
+            time.sleep(gap)
+            return WarmUp(spent, done, tuple(windows), gap)
