@@ -28,6 +28,7 @@ class Preset:
     profile: Profile
     heap: str | None = None
     server_cores: int | None = None      # CPUs the study gave the server
+    fresh_jvm_per_scenario: bool = False  # its tables crown RSS or threads: no scenario inherits another's
     source: str = ""
 
     def cpus(self, have: int | None = None) -> tuple[str, str] | None:
@@ -96,9 +97,13 @@ def load(name: str, catalog: dict[str, Framework], quick: bool = False) -> Prese
         profile_doc = _merge(profile_doc, doc.get("quick", {}))
     profile = profiles.parse(profile_doc, path, name=f"{name}{' (quick)' if quick else ''}")
     settings = doc.get("settings", {})
-    unknown = sorted(set(settings) - {"heap", "server_cores"})
+    unknown = sorted(set(settings) - {"heap", "server_cores", "fresh_jvm_per_scenario"})
     if unknown:
-        raise ManifestError(path, f"settings.{unknown[0]}", "unknown field; valid: heap, server_cores")
+        raise ManifestError(path, f"settings.{unknown[0]}", "unknown field; valid: heap, server_cores, "
+                                                             "fresh_jvm_per_scenario")
+    fresh = settings.get("fresh_jvm_per_scenario", False)
+    if not isinstance(fresh, bool):
+        raise ManifestError(path, "settings.fresh_jvm_per_scenario", f"must be true or false; got {fresh!r}")
     heap = settings.get("heap")
     if heap is not None:
         try:
@@ -109,4 +114,5 @@ def load(name: str, catalog: dict[str, Framework], quick: bool = False) -> Prese
     if cores is not None and (not isinstance(cores, int) or cores < 1):
         raise ManifestError(path, "settings.server_cores", f"must be a whole number of at least 1; got {cores!r}")
     return Preset(name=name, description=str(doc["description"]).strip(), scaled=str(doc.get("scaled", "")).strip(),
-                  matrix=matrix, profile=profile, heap=heap, server_cores=cores, source=str(path))
+                  matrix=matrix, profile=profile, heap=heap, server_cores=cores, fresh_jvm_per_scenario=fresh,
+                  source=str(path))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import FIXTURES, PORTS, bench
+from conftest import FIXTURES, bench, start_bench
 from orchestrator import drivers
 from orchestrator.jdk import find_jdk
 from orchestrator.scenarios import Scenario
@@ -102,26 +102,35 @@ def redis_benchmark_on_cpu0(port: int):
 
 
 def test_a_busy_loadgen_cpu_flags_the_cell_and_files_are_kept_per_target(results_dir):
-    args = ["run", *PORTS, "-f", "fixture:ok", "-s", "sleep", "-c", "8", "-d", "3s", "--warmup", "1s",
+    # ports of its own: other tests' runs may hold the shared ones
+    args = ["run", "--port", "29580", "--redis-port", "29579", "--db-port", "29506", "-f", "fixture:ok", "-s", "sleep", "-c", "8", "-d", "3s", "--warmup", "1s",
             "--warmup-max", "3s", "--results-dir", str(results_dir)]
     quiet = bench(*args)
     assert quiet.returncode == 0, quiet.stdout + quiet.stderr
+    # CPU 0 gets busy once the target is up (Redis and MariaDB must start on it first)
+    run = start_bench(*args)
+    out = []
+    for line in run.stdout:
+        out.append(line)
+        if line.startswith("started fixture:ok"):
+            break
     server, client = redis_benchmark_on_cpu0(29390)
     try:
-        busy = bench(*args)
+        out.append(run.communicate(timeout=300)[0])
     finally:
         client.kill()
         server.kill()
         client.wait()
         server.wait()
-    assert busy.returncode == 0, busy.stdout + busy.stderr
+    busy = "".join(out)
+    assert run.returncode == 0, busy
     rows = pd.concat([pd.read_parquet(p) for p in sorted(results_dir.glob("*/measurements.parquet"))])
     calm, loaded = rows.iloc[0], rows.iloc[1]
     assert calm["loadgen_cpus_busy_pct"] < 60 and "loadgen-cpus-busy" not in calm["flags"], calm.to_dict()
     assert loaded["loadgen_cpus_busy_pct"] > 90 and "loadgen-cpus-busy" in loaded["flags"], loaded.to_dict()
     # the console shows the flag (Rich once swallowed "[...]" as markup)
-    assert "loadgen-cpus-busy" in busy.stdout
+    assert "loadgen-cpus-busy" in busy
     # the generator's files are kept per target and repeat, apart from the warm-up's
-    run = sorted(results_dir.glob("*/measurements.parquet"))[1].parent
-    assert (run / "logs" / "load" / "fixture-ok-r1" / "wrk-sleep-c8.json").exists()
-    assert (run / "logs" / "load" / "fixture-ok-r1" / "warmup" / "wrk-sleep-c8.json").exists()
+    run_dir = sorted(results_dir.glob("*/measurements.parquet"))[1].parent
+    assert (run_dir / "logs" / "load" / "fixture-ok-r1" / "wrk-sleep-c8.json").exists()
+    assert (run_dir / "logs" / "load" / "fixture-ok-r1" / "warmup" / "wrk-sleep-c8.json").exists()

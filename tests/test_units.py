@@ -105,3 +105,39 @@ def test_json_comparison_treats_numbers_as_numbers():
     assert not same_json({"a": 1, "b": 2}, {"a": 1})
     assert not same_json(["1"], [1])
     assert not same_json(True, 1)
+
+
+def _windows(*rps, jit=0.0, littles=True):
+    from orchestrator.warmup import Window
+    return [Window(rps=r, littles_ok=littles, jit_s=jit, duration_s=5.0) for r in rps]
+
+
+def test_warm_up_is_steady_on_three_flat_windows_with_a_quiet_jit():
+    from orchestrator.warmup import steady
+    assert steady(_windows(900, 1000, 1010, 1000))
+    assert not steady(_windows(1000, 1010))                       # two windows are not enough
+
+
+def test_a_slow_climb_is_not_steady_though_each_pair_agrees_within_5_percent():
+    from orchestrator.warmup import steady
+    # +3 % a window: the old two-window rule called this steady
+    assert not steady(_windows(1000, 1030, 1061))
+
+
+def test_a_jvm_still_compiling_or_stalling_is_not_steady():
+    from orchestrator.warmup import steady
+    assert not steady(_windows(1000, 1000, 1000, jit=0.5))        # 10 % of the window compiling
+    assert not steady(_windows(1000, 1000, 1000, littles=False))  # stalls in the last window
+
+
+def test_the_measured_window_is_cut_out_of_the_polls():
+    from orchestrator.sampling import Point, Sampler
+    s = Sampler.__new__(Sampler)
+    s.collector = "Serial"
+    # CPU grows 0.5 s per s; GC count steps once; CPU 0 busy 50 of 100 ticks per s
+    s.timeline = [Point(t, 0.5 * t, 100 + t, 10 + t, None, t // 2, 0.01 * (t // 2), 0.0, 50 * t, 100 * t)
+                  for t in range(0, 11)]
+    w = s.window(2.5, 7.5)
+    assert abs(w.cpu_s - 2.5) < 1e-9 and w.wall_s == 5
+    assert w.peak_rss_bytes == 107 and w.peak_threads == 17     # the polls inside, not the lifetime
+    assert w.gc_count == 4 - 1 and abs(w.loadgen_cpus_busy_pct - 50) < 1e-9
