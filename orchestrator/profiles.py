@@ -57,7 +57,7 @@ class Profile:
     duration_s: float = 10.0                # throughput, rate: the measured window
     warmup_s: float = 5.0                   # one warm-up window, repeated until steady; 0: none
     warmup_max_s: float = 90.0
-    warmup_concurrency: int = 64            # ramp, rate: wrk connections while warming up
+    warmup_concurrency: int | None = None   # wrk connections while warming up; None: the cell's own load
     repeat: int = 1
     ramp: Ramp | None = None
     source: str = ""                        # the file it came from
@@ -77,7 +77,10 @@ class Profile:
         return [(concurrency, rate, None)]
 
     def warmup_connections(self, concurrency: int) -> int:
-        return concurrency if self.kind in ("throughput", "burst") else self.warmup_concurrency
+        """Connections (VUs for a rate) of the warm-up: the load the cell measures, a ramp's first step."""
+        if self.warmup_concurrency:
+            return self.warmup_concurrency
+        return self.ramp.start_users if self.ramp else concurrency
 
     def measured_s(self) -> float:
         """Seconds of load per cell, for estimates (a burst's length depends on the target)."""
@@ -161,7 +164,7 @@ def parse(doc: dict, path: Path, name: str | None = None) -> Profile:
         concurrency=ints("concurrency", [256] if kind != "rate" else [1000], MAX_CONNECTIONS),
         duration_s=dur("duration", "10s"), warmup_s=dur("warmup", "5s", allow_zero=True),
         warmup_max_s=dur("warmup_max", "90s"),
-        warmup_concurrency=count(doc, "warmup_concurrency", 64), repeat=count(doc, "repeat", 1),
+        warmup_concurrency=count(doc, "warmup_concurrency") if "warmup_concurrency" in doc else None, repeat=count(doc, "repeat", 1),
         source=str(path))
     if kind == "burst":
         p = replace(p, requests=count(doc, "requests"))
