@@ -64,3 +64,18 @@ def test_a_busy_port_is_a_clear_usage_error(running):
     from orchestrator.errors import UsageError
     with pytest.raises(UsageError, match="port 29380 for Redis is already in use by pid"):
         infra.start(29380, 29309, cpus="0")
+
+
+def test_the_db_goes_back_to_its_seed_between_targets(running):
+    """db-write of one target must not grow the table the next one reads (or writes ids into)."""
+    env = running.env()
+    conn = pymysql.connect(host="127.0.0.1", port=29307, user=env["DB_USER"], password=env["DB_PASSWORD"],
+                           database=env["DB_NAME"], autocommit=True)
+    with conn.cursor() as c:
+        c.executemany("INSERT INTO item (name, price) VALUES (%s, %s)", [("bench-write", 1.5)] * 50)
+        assert infra.reset_db(running) == 50
+        c.execute("SELECT COUNT(*), MAX(id) FROM item")
+        assert c.fetchone() == (10000, 10000)
+        c.execute("INSERT INTO item (name, price) VALUES ('bench-write', 1.5)")
+        assert c.lastrowid == 10001
+    conn.close()
