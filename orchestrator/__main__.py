@@ -22,7 +22,8 @@ VENV = ROOT / ".venv"
 STAMP = VENV / ".installed-from"
 # executable -> Debian package that provides it
 APT = {"redis-server": "redis-server", "mariadbd": "mariadb-server", "wrk": "wrk", "mvn": "maven",
-       "taskset": "util-linux", "h2load": "nghttp2-client"}
+       "taskset": "util-linux", "h2load": "nghttp2-client",
+       "nginx": "nginx"}   # nginx: `bench calibrate` measures each generator's ceiling against it
 # Only for the docker runtime (and the tests, which cover it).
 APT_DOCKER = {"dockerd": "docker.io", "debootstrap": "debootstrap"}
 # Only for the tests: the report test renders report.html in headless Chromium.

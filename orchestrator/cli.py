@@ -152,12 +152,16 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
         rate: Optional[str] = typer.Option(None, "--rate", help="rate profile: arrivals per second, comma-separated."),
         requests: Optional[int] = typer.Option(None, "--requests", help="burst profile: requests per cell."),
         workers: Optional[int] = typer.Option(None, "--workers", help="ramp profile: Locust worker processes."),
-        warmup: Optional[str] = typer.Option(None, "--warmup", help="Warm-up window, repeated until two in a row "
-                                             "agree within 5 % on rps (the JIT has settled); thrown away. 0s: none."),
+        warmup: Optional[str] = typer.Option(None, "--warmup", help="Warm-up window, repeated until the last three "
+                                             "agree on rps with no trend and the JIT is quiet; thrown away. 0s: none."),
         warmup_max: Optional[str] = typer.Option(None, "--warmup-max", help="Give up warming up after this long "
                                                  "(the cell is flagged not-steady)."),
         duration: Optional[str] = typer.Option(None, "--duration", "-d", help="Measured window per cell."),
         repeat: Optional[int] = typer.Option(None, "--repeat", help="Repeats, each in a fresh JVM, interleaved."),
+        fresh_jvm_per_scenario: Optional[bool] = typer.Option(
+            None, "--fresh-jvm-per-scenario/--one-jvm-per-target", help="A fresh JVM for each scenario, so that no "
+            "scenario inherits the heap, threads or JIT state of the ones before it (default: one JVM per target "
+            "and repeat; a preset may choose)."),
         resume: Optional[str] = typer.Option(None, "--resume", help="Continue this run id with its own plan."),
         server_cpus: Optional[str] = ServerCpus, loadgen_cpus: Optional[str] = LoadgenCpus,
         heap: Optional[str] = HeapOpt, port: int = PortOpt, redis_port: int = RedisPortOpt,
@@ -182,6 +186,8 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
             chosen = presets.load(preset, discover(), quick=quick)
             matrix, prof = chosen.matrix, chosen.profile
             heap = heap or chosen.heap
+            if fresh_jvm_per_scenario is None:
+                fresh_jvm_per_scenario = chosen.fresh_jvm_per_scenario
             cpus = chosen.cpus()
             if cpus and not (server_cpus or loadgen_cpus):
                 server_cpus, loadgen_cpus = cpus
@@ -197,6 +203,7 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
         settings = _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime, memory, offline,
                              start_timeout)
         settings.request_timeout_s = options.duration(timeout, "--timeout")
+        settings.fresh_jvm_per_scenario = bool(fresh_jvm_per_scenario)
         plan = runner.Plan(matrix=matrix, profile=prof, settings=settings, preset=preset)
         catalog = discover()
         if not any(plan.scenarios_of(resolve(catalog, t)) for t in plan.targets):
@@ -402,7 +409,21 @@ def clean() -> None:
     console.print(f"{len(removed)} leftovers removed")
 
 
+@app.command("calibrate")
+def calibrate_cmd(server_cpus: Optional[str] = ServerCpus, loadgen_cpus: Optional[str] = LoadgenCpus,
+                  duration: str = typer.Option("5s", "--duration", "-d", help="Each measured window."),
+                  generators: Optional[str] = typer.Option(None, "--generators", help="Comma-separated "
+                                                           "(default: every installed one)."),
+                  port: int = typer.Option(18080, "--port", help="Port of the calibration nginx."),
+                  results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir")) -> None:
+    """Each load generator's ceiling on this machine, against nginx; stored in calibration.json."""
+    from . import calibrate
+    if not calibrate.command(server_cpus, loadgen_cpus, duration, generators, port, results_dir, console):
+        raise typer.Exit(1)
+
+
 from .report_cli import register as _register_reports; _register_reports(app)
+from .noise import register as _register_noise; _register_noise(app)
 
 
 def main() -> None:

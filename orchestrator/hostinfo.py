@@ -40,20 +40,23 @@ VERSION_ARGS = {"wrk": ["--version"], "k6": ["version"], "locust": ["--version"]
                 "oha": ["--version"], "nginx": ["-v"], "redis-server": ["--version"], "mariadbd": ["--version"]}
 
 
+def tool_version(path: str, tool: str) -> str:
+    """The first line a tool prints about its version ("" when it prints none)."""
+    lines = _run([path, *VERSION_ARGS[tool]]).splitlines()
+    return lines[0] if lines else ""
+
+
 def tool_versions() -> dict:
     """The version line of every tool a figure may depend on ("" where it is not installed): each
     load generator, Redis, MariaDB, nginx (`bench calibrate`)."""
     from .errors import MissingTool
     from .procs import require_tool
     out = {}
-    for tool, args in VERSION_ARGS.items():
+    for tool in VERSION_ARGS:
         try:
-            path = require_tool(tool, "")
+            out[tool] = tool_version(require_tool(tool, ""), tool)
         except MissingTool:
             out[tool] = ""
-            continue
-        lines = _run([path, *args]).splitlines()
-        out[tool] = lines[0] if lines else ""
     return out
 
 

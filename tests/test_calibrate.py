@@ -1,0 +1,67 @@
+"""`bench calibrate`: real nginx, real wrk and k6, a calibration.json the rest of the harness reads."""
+from __future__ import annotations
+
+import json
+import socket
+
+import psutil
+
+from conftest import bench
+from orchestrator import calibrate
+
+PORT = "29180"
+
+
+def calibration_nginx() -> list[str]:
+    """nginx processes a calibration started (their command line names its temp folder)."""
+    found = []
+    for p in psutil.process_iter(["name", "cmdline"]):
+        if p.info["name"] == "nginx" and "bench-calibrate-" in " ".join(p.info["cmdline"] or []):
+            found.append(f"pid {p.pid}")
+    return found
+
+
+def test_calibrate_stores_ceilings_and_leaves_nothing_running(results_dir):
+    r = bench("calibrate", "--duration", "2s", "--generators", "wrk,k6", "--port", PORT,
+              "--results-dir", str(results_dir), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "wrk: " in r.stdout and "k6: " in r.stdout      # a progress line per generator
+    assert calibration_nginx() == []
+
+    doc = json.loads((results_dir / calibrate.FILE).read_text())
+    (record,) = doc["machines"].values()
+    for name in ("wrk", "k6"):
+        e = record["generators"][name]
+        assert e["ceiling_rps"] > 0 and e["concurrency"] in calibrate.LEVELS
+        assert e["bound"] in ("server", "generator", "neither")
+        assert e["version"] and e["server"].startswith("nginx")
+        assert (e["server_cpus"], e["loadgen_cpus"]) == ("1", "0")
+        assert e["generator_cpu_pct"] > 0 and e["server_cpu_pct"] > 0
+
+    ceilings = calibrate.ceilings(results_dir=results_dir)
+    assert set(ceilings) == {"wrk", "k6"}
+    for name, ceiling in ceilings.items():
+        assert calibrate.near_ceiling(name, 0.81 * ceiling, results_dir=results_dir)
+        assert not calibrate.near_ceiling(name, 0.79 * ceiling, results_dir=results_dir)
+    assert not calibrate.near_ceiling("h2load", 1e9, results_dir=results_dir)   # not calibrated: never near
+
+
+def test_not_calibrated_is_empty(tmp_path):
+    assert calibrate.ceilings(results_dir=tmp_path) == {}
+
+
+def test_unknown_generator_is_one_line_and_exit_2(results_dir):
+    r = bench("calibrate", "--generators", "wrk,ab", "--port", PORT, "--results-dir", str(results_dir))
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1 and "'ab'" in r.stderr
+    assert not (results_dir / calibrate.FILE).exists()
+
+
+def test_busy_port_is_one_line_and_exit_2(results_dir):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", int(PORT) + 1))
+        s.listen()
+        r = bench("calibrate", "--generators", "wrk", "--port", str(int(PORT) + 1), "--results-dir", str(results_dir))
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1 and "in use" in r.stderr
+    assert calibration_nginx() == []
