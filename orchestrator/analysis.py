@@ -2,17 +2,20 @@
 
 The reports and the notebooks build on these; everything here takes and returns plain DataFrames:
 
-    from orchestrator import results, analysis
+    from orchestrator import results, analysis, noise
     df = results.load("sample")
     s = analysis.summary(df)                  # one row per (scenario, concurrency, target): median, min, max
     analysis.wide(df, "rps")                  # scenarios x targets, median rps
-    analysis.leaders(s, ["rps", "latency_p99_ms"])
+    analysis.leaders(s, ["rps", "latency_p99_ms"], noise=noise.floor())
 
-A cell is *crowned* only when it is clean: every repeat ran (status "ok") and none carries a flag.
-Failed and flagged cells stay in the summary, with their `state`, so that a report can show them.
+A cell is *crowned* only when it is clean (every repeat ran, status "ok", and none carries a flag), its
+lead over the runner-up is beyond the noise (a 95 % interval that excludes a tie), and no flagged or
+partly failed cell at that level did better. Failed and flagged cells stay in the summary, with their
+`state`, so that a report can show them.
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +24,6 @@ import numpy as np
 import pandas as pd
 
 from . import RESULTS_DIR
-from .checks import STEADY_TOLERANCE
 from .results import MEASUREMENTS, RUN_JSON
 
 
@@ -54,8 +56,22 @@ METRICS = {m.column: m for m in [
 ]}
 PERCENTILES = {"p50": "latency_p50_ms", "p90": "latency_p90_ms", "p99": "latency_p99_ms",
                "p99.9": "latency_p999_ms"}
+CONFIDENCE = 0.95
+Z = 1.96          # two-sided 95 %
+Z_POWER = 0.84    # power 0.8: the minimum detectable effect
+BOOTSTRAP = 2000  # resamples per lead; a fixed seed makes a report reproducible
+SEED = 0
+NOISE_UNKNOWN = "noise unknown: 1 repeat and no noise floor (run `bench noise`)"
 ID_COLUMNS = ["run_id", "target", "framework", "variant", "scenario", "profile", "concurrency", "rate", "step",
               "repeat", "status", "flags"]
+
+
+def fmt(value, unit: str = "") -> str:
+    """A number with as many digits as it deserves, and its unit: 1,135 req/s, 18.1 ms, 0.32 ms."""
+    if value is None or pd.isna(value):
+        return "–"
+    digits = 0 if abs(value) >= 100 or float(value).is_integer() else 1 if abs(value) >= 10 else 2
+    return f"{value:,.{digits}f}" + (f" {unit}" if unit and unit != "%" else unit)
 
 
 def level_column(df: pd.DataFrame) -> str:
@@ -127,7 +143,8 @@ def summary(df: pd.DataFrame, x: str = "concurrency", metrics: list[str] | None 
 
     Also `repeats` (rows), `ok` (rows with status ok), `flags` (union), `reason` (the first failure) and
     `state`: "failed" (no repeat ran), "partial" (some did), "flagged" (all ran, some flagged) or "ok".
-    `eligible` is state == "ok": only those cells are ranked.
+    `eligible` is state == "ok": only those cells are ranked. `<metric>_values` holds the repeats
+    themselves (a tuple), which `leaders` resamples.
     """
     df = tidy(df)
     keys = ["scenario", x, "target"]
@@ -136,7 +153,8 @@ def summary(df: pd.DataFrame, x: str = "concurrency", metrics: list[str] | None 
     out = df.groupby(keys, dropna=False, sort=True).agg(
         repeats=("ran", "size"), ok=("ran", "sum"), flags=("flags", _union), reason=("reason", _first))
     ran = df[df["status"] == "ok"].groupby(keys, dropna=False)[metrics]
-    out = out.join([ran.median(), ran.min().add_suffix("_min"), ran.max().add_suffix("_max")]).reset_index()
+    out = out.join([ran.median(), ran.min().add_suffix("_min"), ran.max().add_suffix("_max"),
+                    ran.agg(lambda v: tuple(v.dropna())).add_suffix("_values")]).reset_index()
     out["state"] = np.select([out["ok"] == 0, out["ok"] < out["repeats"], out["flags"] != ""],
                              ["failed", "partial", "flagged"], "ok")
     out["eligible"] = out["state"] == "ok"
@@ -161,29 +179,140 @@ def x_levels(summ: pd.DataFrame, scenario: str, x: str = "concurrency") -> list:
     return sorted(summ.loc[summ["scenario"] == scenario, x].dropna().unique().tolist())
 
 
-def leaders(summ: pd.DataFrame, metrics: list[str], x: str = "concurrency") -> pd.DataFrame:
-    """The best and the runner-up per (scenario, x, metric) among eligible cells.
+def cv(values) -> float:
+    """Coefficient of variation: sample standard deviation (n - 1) over the mean; NaN for fewer than two
+    values or a mean of 0. The plain form, not a median-based one: the intervals and the minimum
+    detectable effect below are built on variances, and one outlying JVM is noise a user meets too."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if len(v) < 2 or not v.mean():
+        return math.nan
+    return float(v.std(ddof=1) / abs(v.mean()))
+
+
+def pooled_cv(*samples) -> float:
+    """The root mean square of the CVs of the samples that have one (NaN when none has)."""
+    cvs = [c for c in map(cv, samples) if not math.isnan(c)]
+    return math.sqrt(sum(c * c for c in cvs) / len(cvs)) if cvs else math.nan
+
+
+def mde_pct(cv_: float | None, n_a: int, n_b: int) -> float:
+    """The minimum detectable effect in %: the smallest difference of two medians, of n_a and n_b
+    repeats with noise cv_, that a two-sided test at alpha 0.05 finds 8 times in 10."""
+    if cv_ is None or math.isnan(cv_) or not n_a or not n_b:
+        return math.nan
+    return 100 * (Z + Z_POWER) * cv_ * math.sqrt(1 / n_a + 1 / n_b)
+
+
+def _bootstrap(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """Percentile interval of median(a) / median(b), each side resampled from its own repeats."""
+    rng = np.random.default_rng(SEED)
+    ma = np.median(a[rng.integers(0, len(a), (BOOTSTRAP, len(a)))], axis=1)
+    mb = np.median(b[rng.integers(0, len(b), (BOOTSTRAP, len(b)))], axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(ma == mb, 1.0, ma / mb)  # 0 ms against 0 ms is no difference
+    tail = (1 - CONFIDENCE) / 2
+    lo, hi = np.quantile(ratio, [tail, 1 - tail], method="inverted_cdf")  # no interpolation: inf stays inf
+    return lo, hi
+
+
+def lead_interval(a, b, cv_: float | None = None) -> tuple[float, float]:
+    """A 95 % interval of median(a) / median(b) - 1, in %; (NaN, NaN) when nothing gives one.
+
+    A bootstrap over the repeats when both sides have two or more; the noise floor cv_ (the CV of one
+    measured window on this machine) gives log(ratio) +- Z * cv_ * sqrt(1/n_a + 1/n_b). With both, the
+    union: a handful of repeats can agree by chance, and the interval is never narrower than the
+    machine's known noise allows.
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    bounds = []
+    if len(a) >= 2 and len(b) >= 2:
+        bounds.append(_bootstrap(a, b))
+    ma, mb = (np.median(a), np.median(b)) if len(a) and len(b) else (math.nan, math.nan)
+    if cv_ is not None and not math.isnan(cv_) and ma > 0 and mb > 0:
+        half = Z * cv_ * math.sqrt(1 / len(a) + 1 / len(b))
+        bounds.append((ma / mb * math.exp(-half), ma / mb * math.exp(half)))
+    if not bounds:
+        return math.nan, math.nan
+    return 100 * (min(lo for lo, _ in bounds) - 1), 100 * (max(hi for _, hi in bounds) - 1)
+
+
+def _values(cell: dict, metric: str) -> np.ndarray:
+    """The repeats of a summary row; a row made without them (by hand) counts as one repeat."""
+    values = cell.get(f"{metric}_values")
+    values = values if isinstance(values, (tuple, list, np.ndarray)) else [cell[metric]]
+    values = np.asarray(values, dtype=float)
+    return values[np.isfinite(values)]
+
+
+def _describe(cell: dict, metric: str) -> str:
+    ran = f"{cell['ok']}/{cell['repeats']} ran" if cell["state"] == "partial" else ""
+    why = ", ".join(w for w in (ran, cell["flags"]) if w) or cell["state"]
+    return f"{cell['target']} {fmt(cell[metric], METRICS[metric].unit)} [{why}]"
+
+
+def _verdict(best, runner, better: list[dict], metric: str, lo: float, hi: float) -> tuple[str, str]:
+    """(verdict, why) of one lead; see `leaders`."""
+    if best is None:
+        return "no clean cell", "no clean cell"
+    if better:
+        what = "flagged" if all(c["state"] == "flagged" for c in better) else "flagged or partly failed"
+        cells = "; ".join(_describe(c, metric) for c in better)
+        return "inconclusive", f"{len(better)} {what} cell{'s' * (len(better) > 1)} did better: {cells}"
+    if runner is None:
+        return "crowned", "the only clean cell"
+    if best[metric] == runner[metric]:
+        return "within noise", "equal medians"
+    if math.isnan(lo):
+        return "inconclusive", NOISE_UNKNOWN
+    half = (hi - lo) / 2
+    if lo > 0 or hi < 0:
+        return "crowned", f"95% interval {lo:+.1f}% to {hi:+.1f}%"
+    return "within noise", f"within noise (±{half:.{0 if half >= 10 else 1}f}%)"
+
+
+def leaders(summ: pd.DataFrame, metrics: list[str], x: str = "concurrency",
+            noise: dict | None = None) -> pd.DataFrame:
+    """The best and the runner-up per (scenario, x, metric) among eligible cells, and whether the lead
+    is beyond the noise.
 
     `diff_abs` is best - runner-up in the metric's unit and `diff_pct` the same in % of the runner-up:
-    positive for throughput, negative for latency and resources. `tie`: no lead, or one smaller than
-    STEADY_TOLERANCE, which two windows of one steady JVM may differ by. `excluded`
-    names the targets that were not ranked (failed, partial or flagged). best is None when no cell
-    is clean.
+    positive for throughput, negative for latency and resources. `ci_low_pct`..`ci_high_pct` is a
+    95 % interval of diff_pct (see `lead_interval`; `noise` maps a metric to the machine's noise floor,
+    a CV as `noise.floor()` gives it). `mde_pct`: the smallest lead these repeats could have shown
+    (the noise floor's CV, else the CV of the two cells' repeats). `verdict`:
+
+    - "crowned": the interval excludes a tie (or best is the only clean cell);
+    - "within noise": it does not; `why` gives its half-width;
+    - "inconclusive": a flagged or partly failed cell did better than best (`why` names them), or
+      neither repeats nor a noise floor give an interval;
+    - "no clean cell".
+
+    `tie` is verdict == "within noise". `excluded` names the targets that were not ranked.
     """
+    noise = noise or {}
     rows = []
     for (scenario, level), cells in summ.groupby(["scenario", x], sort=True):
-        excluded = ", ".join(cells.loc[~cells["eligible"], "target"])
+        excluded = cells[~cells["eligible"]]
         for metric in metrics:
             m = METRICS[metric]
             ranked = cells[cells["eligible"]].dropna(subset=[metric])
-            ranked = ranked.sort_values(metric, ascending=not m.higher_is_better)
-            best, runner = (list(ranked.itertuples()) + [None, None])[:2]
-            value = getattr(best, metric) if best else np.nan
-            other = getattr(runner, metric) if runner else np.nan
+            ranked = ranked.sort_values(metric, ascending=not m.higher_is_better).to_dict("records")
+            best, runner = (ranked + [None, None])[:2]
+            value = best[metric] if best else np.nan
+            other = runner[metric] if runner else np.nan
+            a, b = (_values(best, metric) if best else []), (_values(runner, metric) if runner else [])
+            lo, hi = lead_interval(a, b, noise.get(metric)) if runner else (np.nan, np.nan)
+            sign = 1 if m.higher_is_better else -1
+            better = [c for c in excluded.dropna(subset=[metric]).to_dict("records")
+                      if best and sign * (c[metric] - value) > 0]
+            verdict, why = _verdict(best, runner, better, metric, lo, hi)
             rows.append({"scenario": scenario, x: level, "metric": metric,
-                         "best": best.target if best else None, "best_value": value,
-                         "runner_up": runner.target if runner else None, "runner_up_value": other,
+                         "best": best["target"] if best else None, "best_value": value,
+                         "runner_up": runner["target"] if runner else None, "runner_up_value": other,
                          "diff_abs": value - other, "diff_pct": 100 * (value - other) / other if other else np.nan,
-                         "tie": bool(value == other or (other and abs(value - other) < STEADY_TOLERANCE * abs(other))),
-                         "excluded": excluded})
+                         "ci_low_pct": lo, "ci_high_pct": hi,
+                         "mde_pct": mde_pct(noise.get(metric, pooled_cv(a, b)), len(a), len(b)),
+                         "verdict": verdict, "why": why, "tie": verdict == "within noise",
+                         "excluded": ", ".join(excluded["target"])})
     return pd.DataFrame(rows)

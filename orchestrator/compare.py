@@ -5,6 +5,14 @@ test: it assumes nothing about the shape of the noise, and is exact for the few 
 has. Its price: with n and m repeats the smallest p-value it can give is 2 / C(n + m, n), so 3 + 3
 repeats can never reach p < 0.05; 4 + 4 (or 3 + 5) can. The comparison says so instead of guessing.
 
+A comparison tests many cells at once, and at alpha 0.05 one in twenty unchanged cells would look
+changed. The p-values are therefore adjusted with Holm-Bonferroni over every comparison that has one
+(it controls the chance of any false "worse" or "better", and is uniformly more powerful than plain
+Bonferroni); a cell is significant when its adjusted p is under alpha. Each row also states its
+minimum detectable effect (analysis.mde_pct): a "~" says the change was below what these repeats could
+see, not that there was none. Flagged cells are shown, never counted as regressions, and runs made
+with different drivers, pinning, heap, runtime or machines are not compared (`setup_differences`).
+
     from orchestrator import results, compare
     c = compare.compare_runs(results.load("before"), results.load("after"))
     compare.regressions(c, pct=5)
@@ -17,7 +25,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .analysis import METRICS, tidy
+from .analysis import METRICS, mde_pct, pooled_cv, tidy
 
 ALPHA = 0.05
 # Above this many ways to split the samples the normal approximation is accurate and the enumeration slow.
@@ -54,6 +62,33 @@ def mann_whitney(a, b) -> float:
     return math.erfc(max(observed - 0.5, 0) / math.sqrt(var) / math.sqrt(2))
 
 
+def holm(p: pd.Series) -> pd.Series:
+    """Holm-Bonferroni adjusted p-values (NaN stays NaN): the k-th smallest of m is multiplied by
+    m - k + 1, then made monotone, so that p_adjusted < alpha holds the family-wise error at alpha."""
+    known = p.dropna().sort_values()
+    m = len(known)
+    adjusted = (known * np.arange(m, 0, -1)).cummax().clip(upper=1.0)
+    return adjusted.reindex(p.index)
+
+
+def _setup(meta: dict) -> dict:
+    plan = meta.get("plan", {})
+    s = plan.get("settings", {})
+    prof = plan.get("profile") if isinstance(plan.get("profile"), dict) else {}
+    host = meta.get("host", {})
+    return {"driver": prof.get("driver") or s.get("driver"),
+            "pinning": f"server CPUs {s.get('server_cpus')}, load generator CPUs {s.get('loadgen_cpus')}",
+            "heap": s.get("heap"), "runtime": s.get("runtime"),
+            "host": f"{host.get('hostname')}, {host.get('cpu_model')}, {host.get('cores')} cores"}
+
+
+def setup_differences(meta_a: dict, meta_b: dict) -> list[str]:
+    """What differs between two runs (their run.json) that makes their figures incomparable:
+    driver, pinning, heap, runtime, machine; e.g. ["driver wrk vs k6"]."""
+    a, b = _setup(meta_a), _setup(meta_b)
+    return [f"{k} {a[k]} vs {b[k]}" for k in a if a[k] != b[k]]
+
+
 def _spread_pct(values: np.ndarray) -> float:
     """The largest distance of a repeat from the median, in % of the median (benchstat's "± x%")."""
     if len(values) < 2:
@@ -86,13 +121,15 @@ def _note(n: int, m: int, why_a: str, why_b: str, alpha: float) -> str:
 
 
 def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: str = "concurrency",
-                 alpha: float = ALPHA) -> pd.DataFrame:
+                 alpha: float = ALPHA, noise: dict | None = None) -> pd.DataFrame:
     """Every cell (scenario, target, x) of two runs, one row per metric, A the baseline and B the candidate.
 
     Columns: a_median, a_spread_pct, a_n, b_median, b_spread_pct, b_n, ratio (B / A), delta_pct,
     worse_pct (how much worse B is, in the metric's own direction; negative is better), p_value,
-    significant (p < alpha), flags (either side), note (why a cell can't be judged) and verdict:
-    "better", "worse", "~" (within the noise) or "?" (no verdict, see note).
+    p_adjusted (Holm-Bonferroni over every row with a p-value), significant (p_adjusted < alpha),
+    mde_pct (the smallest change these repeats could detect: the noise floor's CV of the metric from
+    `noise`, else the CV of the two sides' repeats), flags (either side), note (why a cell can't be
+    judged) and verdict: "better", "worse", "~" (within the noise) or "?" (no verdict, see note).
     """
     cells_a, cells_b = _cells(a, x), _cells(b, x)
     rows = []
@@ -107,20 +144,27 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: s
             delta = (ratio - 1) * 100
             note = _note(len(va), len(vb), why_a, why_b, alpha)
             p = mann_whitney(va, vb) if min(len(va), len(vb)) > 1 else math.nan
-            significant = bool(p < alpha) and not note
             worse = -delta if METRICS[metric].higher_is_better else delta
-            verdict = "?" if note else ("~" if not significant else ("worse" if worse > 0 else "better"))
+            cv = (noise or {}).get(metric, pooled_cv(va, vb))
             rows.append({"scenario": key[0], "target": key[1], x: key[2], "metric": metric,
                          "a_median": med_a, "a_spread_pct": _spread_pct(va), "a_n": len(va),
                          "b_median": med_b, "b_spread_pct": _spread_pct(vb), "b_n": len(vb),
                          "ratio": ratio, "delta_pct": delta, "worse_pct": worse, "p_value": p,
-                         "significant": significant, "flags": flags, "note": note, "verdict": verdict})
-    return pd.DataFrame(rows)
+                         "mde_pct": mde_pct(cv, len(va), len(vb)), "flags": flags, "note": note})
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return out
+    out.insert(out.columns.get_loc("p_value") + 1, "p_adjusted", holm(out["p_value"]))
+    out.insert(out.columns.get_loc("p_adjusted") + 1, "significant", (out["p_adjusted"] < alpha) & (out["note"] == ""))
+    out["verdict"] = np.select([out["note"] != "", ~out["significant"], out["worse_pct"] > 0],
+                               ["?", "~", "worse"], "better")
+    return out
 
 
 def regressions(cmp: pd.DataFrame, pct: float) -> pd.DataFrame:
     """The rows of `compare_runs` that gate a CI job: significantly worse by more than pct %, or
-    measured in A but failed in B (a target that broke is the largest regression there is)."""
+    measured in A but failed in B (a target that broke is the largest regression there is). A flagged
+    cell (either side) never counts: its figure measured something other than the target."""
     worse = cmp["significant"] & (cmp["worse_pct"] > pct)
     broke = cmp["note"] == "failed in B"
-    return cmp[worse | broke]
+    return cmp[(worse | broke) & (cmp["flags"] == "")]

@@ -20,8 +20,8 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from . import RESULTS_DIR, analysis, results
-from .analysis import METRICS, PERCENTILES
-from .checks import STEADY_TOLERANCE
+from . import noise as noise_mod
+from .analysis import METRICS, PERCENTILES, fmt
 from .errors import UsageError
 
 TIMESERIES = results.TIMESERIES
@@ -33,21 +33,12 @@ TABLE_METRICS = ["rps", "latency_mean_ms", "latency_p50_ms", "latency_p90_ms", "
 WINNER_METRICS = ["rps", "latency_p50_ms", "latency_p99_ms", "cpu_ms_per_req", "server_peak_rss_mb"]
 RESOURCE_METRICS = ["server_cpu_pct", "server_peak_rss_mb", "server_peak_threads", "gc_time_ms"]
 MARKERS = dict(zip(PERCENTILES, "os^D"))
-TIE = f"≈ tie (under {STEADY_TOLERANCE:.0%})"
 MARKS = {"failed": "✗", "partial": "⚠", "flagged": "⚠", "ok": ""}
 LEGEND_NOTE = ("✗ failed  ·  ⚠ flagged or partly failed: hatched or hollow, never crowned  ·  "
                "whiskers: min–max over repeats")
 
 
 # ---- numbers and labels -------------------------------------------------------------------------
-
-def fmt(value, unit: str = "") -> str:
-    """A number with as many digits as it deserves, and its unit: 1,135 req/s, 18.1 ms, 0.32 ms."""
-    if value is None or pd.isna(value):
-        return "–"
-    digits = 0 if abs(value) >= 100 or float(value).is_integer() else 1 if abs(value) >= 10 else 2
-    return f"{value:,.{digits}f}" + (f" {unit}" if unit and unit != "%" else unit)
-
 
 def metric_title(metric: str) -> str:
     m = METRICS[metric]
@@ -280,38 +271,58 @@ def _lead(lead: pd.Series, unit: str) -> str:
     return f"{_pct(lead['diff_pct'])} ({'+' if lead['diff_abs'] >= 0 else '-'}{fmt(abs(lead['diff_abs']), unit)})"
 
 
+def _interval(lead: pd.Series) -> str:
+    return "–" if pd.isna(lead["ci_low_pct"]) else f"{_pct(lead['ci_low_pct'])} to {_pct(lead['ci_high_pct'])}"
+
+
+def _mde(lead: pd.Series) -> str:
+    return "–" if pd.isna(lead["mde_pct"]) else f"{lead['mde_pct']:.{0 if lead['mde_pct'] >= 10 else 1}f}%"
+
+
 def comparison_table(summ: pd.DataFrame, scenario: str, level, x: str = "concurrency",
-                     metrics: list[str] = TABLE_METRICS) -> pd.DataFrame:
-    """metric | one column per target | difference (best vs runner-up, % and absolute) | better.
+                     metrics: list[str] = TABLE_METRICS, noise: dict | None = None) -> pd.DataFrame:
+    """metric | one column per target | difference (best vs runner-up, % and absolute) | its 95 % interval |
+    MDE (the smallest difference these repeats could detect) | better.
 
     Medians over repeats; failed cells read "✗ failed", flagged ones carry "⚠" and their flags, and
-    neither is ever "better".
+    neither is ever "better". `noise`: the machine's noise floor (analysis.leaders).
     """
     cells = _cells(summ, scenario, x, level, target_colors(summ["target"]))
-    leads = analysis.leaders(cells, metrics, x).set_index("metric")
+    leads = analysis.leaders(cells, metrics, x, noise).set_index("metric")
     rows = []
     for metric in metrics:
         lead = leads.loc[metric]
-        better = "no clean cell" if pd.isna(lead["best"]) else TIE if lead["tie"] else lead["best"]
+        verdict, why = lead["verdict"], lead["why"]
+        better = lead["best"] if verdict == "crowned" else f"inconclusive: {why}" if verdict == "inconclusive" else why
         rows.append([metric_title(metric), *[_value(r, metric) for _, r in cells.iterrows()],
-                     _lead(lead, METRICS[metric].unit), better])
-    return pd.DataFrame(rows, columns=["metric", *cells["target"], "difference", "better"])
+                     _lead(lead, METRICS[metric].unit), _interval(lead), _mde(lead), better])
+    return pd.DataFrame(rows, columns=["metric", *cells["target"], "difference", "95% interval", "MDE", "better"])
 
 
-def winners_matrix(summ: pd.DataFrame, x: str = "concurrency", metrics: list[str] = WINNER_METRICS) -> pd.DataFrame:
-    """Scenario (and load level) x metric: the best clean target, and its lead over the runner-up."""
-    leads = analysis.leaders(summ, metrics, x)
+def winner_text(lead: pd.Series) -> str:
+    """One lead of analysis.leaders in words, with its interval and MDE."""
+    if lead["verdict"] == "no clean cell":
+        return "no clean cell"
+    if pd.isna(lead["runner_up"]):
+        text = f"{lead['best']} (the only clean cell)"
+        return text if lead["verdict"] == "crowned" else f"inconclusive: {text}, but {lead['why']}"
+    vs = f"{_pct(lead['diff_pct'])} vs {lead['runner_up']}"
+    mde = "" if pd.isna(lead["mde_pct"]) else f"; MDE {_mde(lead)}"
+    if lead["verdict"] == "crowned":
+        return f"{lead['best']}: {vs} (95% CI {_interval(lead)}{mde})"
+    if lead["verdict"] == "within noise":
+        return f"{lead['why']}: {lead['best']}, {lead['runner_up']} ({_pct(lead['diff_pct'])}{mde})"
+    return f"inconclusive: {lead['best']} {vs}, but {lead['why']}"
+
+
+def winners_matrix(summ: pd.DataFrame, x: str = "concurrency", metrics: list[str] = WINNER_METRICS,
+                   noise: dict | None = None) -> pd.DataFrame:
+    """Scenario (and load level) x metric: the best clean target, its lead over the runner-up and whether
+    that is beyond the noise (analysis.leaders; `noise` the machine's noise floor)."""
+    leads = analysis.leaders(summ, metrics, x, noise)
     rows = {}
     for _, lead in leads.iterrows():
-        if pd.isna(lead["best"]):
-            text = "no clean cell"
-        elif pd.isna(lead["runner_up"]):
-            text = f"{lead['best']} (the only clean cell)"
-        elif lead["tie"]:
-            text = f"{TIE}: {lead['best']}, {lead['runner_up']} ({_pct(lead['diff_pct'])})"
-        else:
-            text = f"{lead['best']}: {_pct(lead['diff_pct'])} vs {lead['runner_up']}"
-        rows.setdefault((lead["scenario"], lead[x]), {})[metric_title(lead["metric"])] = text
+        rows.setdefault((lead["scenario"], lead[x]), {})[metric_title(lead["metric"])] = winner_text(lead)
     table = pd.DataFrame.from_dict(rows, orient="index")
     return table.rename_axis(["scenario", x]).reset_index() if len(table) else table
 
@@ -373,9 +384,20 @@ def _facts(meta: dict, df: pd.DataFrame) -> str:
     return " · ".join(p for p in parts if p)
 
 
-def _sections(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str) -> list[tuple]:
-    """The report as a list of blocks ("h2" | "p" | "table" | "chart", content), rendered twice."""
+def _floor_note(entry: dict | None, host: dict) -> str:
+    machine = noise_mod.machine_name(host)
+    if not entry:
+        return (f"No noise floor measured on this run's machine ({machine}): a lead rests on its repeats "
+                f"alone, and a single repeat crowns nothing (`bench noise` measures one).")
+    return f"Noise floor on this run's machine ({machine}): {noise_mod.describe(entry)}."
+
+
+def _sections(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
+              floor: dict | None = None) -> list[tuple]:
+    """The report as a list of blocks ("h2" | "p" | "table" | "chart", content), rendered twice.
+    floor: the noise-floor entry of the run's machine (noise.entry), or None."""
     summ = analysis.summary(df, x)
+    cvs = floor["cv"] if floor else None
     colors = target_colors(df["target"])
     blocks: list[tuple] = [("facts", _facts(meta, df))]
     if meta.get("warnings"):
@@ -385,9 +407,14 @@ def _sections(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str) -> 
     blocks += [("h2", "Winners"),
                ("p", "The best target per scenario and metric among clean cells (every repeat ran, no "
                      "self-check flag), and how far it leads the runner-up. ↑ higher is better, ↓ lower is "
-                     "better; figures are medians over repeats. A lead under "
-                     f"{STEADY_TOLERANCE:.0%} is a tie: two windows of one steady JVM may differ that much."),
-               ("table", winners_matrix(summ, x))]
+                     "better; figures are medians over repeats. A target is crowned only when the 95% "
+                     "interval of its lead (a bootstrap over the repeats, never narrower than the machine's "
+                     "noise floor) excludes a tie; otherwise the lead is within noise, ± the interval's "
+                     "half-width. MDE is the smallest lead these repeats could have detected (power 0.8): "
+                     "within noise is no proof of equality, and more repeats lower it. A level where a "
+                     "flagged or partly failed cell did better than the best clean one is inconclusive."),
+               ("p", _floor_note(floor, meta.get("host", {}))),
+               ("table", winners_matrix(summ, x, noise=cvs))]
     bad = not_crowned(summ, x)
     if len(bad):
         blocks += [("h2", "Cells not crowned"), ("table", bad)]
@@ -409,7 +436,7 @@ def _sections(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str) -> 
         chart(f"{scenario}-resources", resources_chart(summ, scenario, colors, x), f"{scenario} resources")
         for level in analysis.x_levels(summ, scenario, x):
             blocks += [("h3", f"{scenario} at {analysis.level_name(df, x)} {level:g}"),
-                       ("table", comparison_table(summ, scenario, level, x))]
+                       ("table", comparison_table(summ, scenario, level, x, noise=cvs))]
     blocks.append(("h2", "Startup"))
     chart("startup", startup_chart(df, colors), "startup")
     return blocks
@@ -474,7 +501,8 @@ def build(run: str | Path | None = None, root: Path = RESULTS_DIR, x: str | None
     """Write report.html and report.md (with its report-*.png) into the run folder; return both paths.
 
     x is the load-level column the charts and tables use; None: rate for an open model, else concurrency
-    (which holds the users of a ramp's steps).
+    (which holds the users of a ramp's steps). The noise floor is the newest that `bench noise` stored
+    in root for the run's machine.
     """
     run_dir = results.find_run(run, root)
     df = results.load(run_dir)
@@ -483,7 +511,8 @@ def build(run: str | Path | None = None, root: Path = RESULTS_DIR, x: str | None
         raise UsageError(f"no column '{x}' in {run_dir / results.MEASUREMENTS}")
     ts = results.load_timeseries(run_dir)
     ts = ts if len(ts) else None
-    blocks = _sections(df, results.load_meta(run_dir), ts, x)
+    meta = results.load_meta(run_dir)
+    blocks = _sections(df, meta, ts, x, noise_mod.entry(meta.get("host", {}), root))
     for stale in run_dir.glob("report-*.png"):
         stale.unlink()
     for kind, content in blocks:

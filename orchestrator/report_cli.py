@@ -18,7 +18,7 @@ VERDICT_STYLE = {"worse": "red", "better": "green", "~": "dim", "?": "yellow"}
 
 
 def _side(median: float, spread: float, n: int) -> str:
-    from .report import fmt
+    from .analysis import fmt
     if math.isnan(median):
         return "–"
     return fmt(median) + ("" if math.isnan(spread) else f" ±{spread:.0f}%") + f" n={n}"
@@ -45,16 +45,30 @@ def register(app: typer.Typer) -> None:
                         None, "--fail-on-regression", metavar="PCT",
                         help="Exit 1 when a cell's rps dropped or p99 rose by more than PCT % beyond the noise, "
                              "or a cell that ran in RUN_A failed in RUN_B."),
-                    alpha: float = typer.Option(0.05, "--alpha", help="Significance level of the test."),
+                    alpha: float = typer.Option(0.05, "--alpha", help="Family-wise significance level (Holm)."),
+                    force: bool = typer.Option(False, "--force", help="Compare runs made with different drivers, "
+                                               "pinning, heap, runtime or machines."),
                     results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir")) -> None:
         """The same cells of two runs side by side: the change, and whether it is beyond the run-to-run noise."""
-        from . import analysis, compare
+        from . import analysis, compare, noise
+        from .errors import UsageError
         dirs = [results.find_run(r, results_dir) for r in (run_a, run_b)]
+        metas = [results.load_meta(d) for d in dirs]
+        differs = compare.setup_differences(*metas)
+        if differs and not force:
+            raise UsageError(f"{dirs[0].name} and {dirs[1].name} differ in {'; '.join(differs)}: their figures "
+                             f"are not comparable (--force compares them anyway)")
         a, b = results.load(dirs[0]), results.load(dirs[1])
         x = analysis.level_column(a)
-        cmp = compare.compare_runs(a, b, alpha=alpha, x=x)
-        table = Table("scenario", "target", "rate" if x == "rate" else "conc", "metric", f"A {dirs[0].name}", f"B {dirs[1].name}", "delta",
-                      "p", "verdict", box=box.SIMPLE_HEAD, pad_edge=False)
+        # One machine's floor says nothing of another's noise: with two machines, the repeats alone.
+        floor = None if differs else noise.floor(metas[0].get("host", {}), results_dir)
+        cmp = compare.compare_runs(a, b, alpha=alpha, x=x, noise=floor)
+        if differs:
+            console.print(f"[yellow]compared anyway (--force), although they differ in {'; '.join(differs)}[/]",
+                          soft_wrap=True)
+        table = Table("scenario", "target", "rate" if x == "rate" else "conc", "metric", f"A {dirs[0].name}",
+                      f"B {dirs[1].name}", "delta", "MDE", "p", "p adj", "verdict", box=box.SIMPLE_HEAD,
+                      pad_edge=False)
         for _, r in cmp.iterrows():
             style = VERDICT_STYLE[r["verdict"]]
             verdict = r["note"] if r["verdict"] == "?" else r["verdict"]
@@ -62,19 +76,25 @@ def register(app: typer.Typer) -> None:
                           _side(r["a_median"], r["a_spread_pct"], r["a_n"]),
                           _side(r["b_median"], r["b_spread_pct"], r["b_n"]),
                           "" if math.isnan(r["delta_pct"]) else f"{r['delta_pct']:+.1f}%",
+                          "" if math.isnan(r["mde_pct"]) else f"{r['mde_pct']:.0f}%",
                           "" if math.isnan(r["p_value"]) else f"{r['p_value']:.3f}",
+                          "" if math.isnan(r["p_adjusted"]) else f"{r['p_adjusted']:.3f}",
                           f"[{style}]{verdict}[/]" + (f" [yellow]⚠ {r['flags']}[/]" if r["flags"] else ""))
         console.print(table)
         counts = cmp["verdict"].value_counts()
+        source = f"the noise floor of {noise.machine_name(metas[0]['host'])}" if floor else "the repeats"
         console.print(f"{len(cmp)} comparisons: {counts.get('worse', 0)} worse, {counts.get('better', 0)} better, "
                       f"{counts.get('~', 0)} within the noise (~), {counts.get('?', 0)} without a verdict (?). "
-                      f"Two-sided Mann-Whitney U over the repeats, alpha {alpha}; ± is the largest distance of a "
-                      f"repeat from the median.", soft_wrap=True)
+                      f"Two-sided Mann-Whitney U over the repeats, p adjusted by Holm-Bonferroni over the "
+                      f"{int(cmp['p_value'].notna().sum())} comparisons with a p-value, family-wise alpha {alpha}; "
+                      f"± is the largest distance of a repeat from the median; MDE is the smallest change these "
+                      f"repeats could detect (power 0.8, noise: {source}): ~ is not proof of no change; flagged "
+                      f"cells (⚠) never count as regressions.", soft_wrap=True)
         if fail_on_regression is None:
             return
         bad = compare.regressions(cmp, fail_on_regression)
         for _, r in bad.iterrows():
-            what = r["note"] if r["note"] else f"{r['worse_pct']:.1f}% worse (p={r['p_value']:.3f})"
+            what = r["note"] if r["note"] else f"{r['worse_pct']:.1f}% worse (Holm-adjusted p={r['p_adjusted']:.3f})"
             console.print(f"[red]regression:[/] {r['scenario']} {r['target']} {x} {r[x]:g} "
                           f"{r['metric']}: {what}", soft_wrap=True)
         if len(bad):

@@ -1,7 +1,10 @@
 """The statistics of `bench compare`, on made-up samples: they test the functions, not a benchmark."""
 from __future__ import annotations
 
+import json
 import math
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -111,3 +114,72 @@ def test_bench_compare_of_the_sample_with_itself_finds_no_regression():
     assert r.returncode == 0, r.stdout + r.stderr
     assert "no regression beyond 5%" in r.stdout
     assert "worse" not in r.stdout.split("comparisons:")[0]
+
+
+def test_holm_adjusts_the_smallest_p_by_the_number_of_tests_and_keeps_the_order():
+    p = pd.Series([0.01, 0.04, 0.03, np.nan])
+    assert compare.holm(p).tolist()[:3] == pytest.approx([0.03, 0.06, 0.06]) and math.isnan(compare.holm(p)[3])
+
+
+def test_a_marginal_p_is_not_significant_among_many_cells():
+    # One cell moved by 10 % with 5 + 5 repeats (p = 2/252); nine others did not move.
+    a = pd.concat([rows("A", [10_000, 10_050, 9_950, 10_020, 9_980], target=f"t{i}:x") for i in range(10)])
+    b = pd.concat([rows("B", [9_000, 9_050, 8_950, 9_020, 8_980], target="t0:x")] +
+                  [rows("B", [10_000, 10_050, 9_950, 10_020, 9_980], target=f"t{i}:x") for i in range(1, 10)])
+    moved = one(compare.compare_runs(a, b))
+    assert moved["p_value"] == pytest.approx(2 / 252) and moved["p_value"] < 0.05
+    assert moved["p_adjusted"] == pytest.approx(20 * 2 / 252)  # rps and p99 of ten cells: 20 tests
+    assert not moved["significant"] and moved["verdict"] == "~"
+    assert compare.regressions(compare.compare_runs(a, b), pct=5).empty
+    alone = one(compare.compare_runs(a[a["target"] == "t0:x"], b[b["target"] == "t0:x"]))
+    assert alone["significant"] and alone["verdict"] == "worse"  # 2 tests: 0.016
+
+
+def test_a_flagged_cell_is_never_a_regression():
+    a, b = rows("A", [10_000, 10_050, 9_950, 10_020, 9_980]), rows("B", [8_000, 8_050, 7_950, 8_020, 7_980])
+    cmp = compare.compare_runs(a, b.assign(flags="loadgen-saturated"))
+    assert one(cmp)["verdict"] == "worse" and one(cmp)["flags"] == "loadgen-saturated"
+    assert compare.regressions(cmp, pct=5).empty
+    assert len(compare.regressions(compare.compare_runs(a, b), pct=5)) == 2
+
+
+def test_every_comparison_states_its_minimum_detectable_effect():
+    a, b = rows("A", [10_000] * 5), rows("B", [10_000] * 5)
+    floor = one(compare.compare_runs(a, b, noise={"rps": 0.11}))
+    assert floor["mde_pct"] == pytest.approx(100 * 2.8 * 0.11 * 0.4 ** 0.5)  # 5 + 5 repeats, 11 % noise
+    noisy = one(compare.compare_runs(rows("A", [9_000, 11_000]), rows("B", [9_000, 11_000])))
+    assert noisy["mde_pct"] == pytest.approx(100 * 2.8 * analysis.cv([9_000, 11_000]))
+
+
+def runs_differing_in_driver(root: Path) -> tuple[str, str]:
+    """Two copies of the sample run, the second made (its run.json says) with k6 instead of wrk."""
+    sample = analysis.sample_run()
+    for name in ("A", "B"):
+        shutil.copytree(sample, root / name, ignore=shutil.ignore_patterns("report*", "logs"))
+    meta = json.loads((root / "B" / "run.json").read_text())
+    meta["plan"]["settings"]["driver"] = "k6"
+    (root / "B" / "run.json").write_text(json.dumps(meta))
+    return "A", "B"
+
+
+def test_bench_compare_refuses_runs_made_with_different_drivers_unless_forced(tmp_path):
+    a, b = runs_differing_in_driver(tmp_path)
+    r = bench("compare", a, b, "--results-dir", str(tmp_path), frameworks=None, timeout=120)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().count("\n") == 0 and "differ in driver wrk vs k6" in r.stderr and "--force" in r.stderr
+    r = bench("compare", a, b, "--force", "--results-dir", str(tmp_path), frameworks=None, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "compared anyway (--force), although they differ in driver wrk vs k6" in r.stdout
+    assert "Holm-Bonferroni" in r.stdout
+
+
+def test_setup_differences_names_pinning_heap_runtime_and_machine():
+    meta = json.loads((analysis.sample_run() / "run.json").read_text())
+    other = json.loads(json.dumps(meta))
+    other["plan"]["settings"].update(server_cpus="1-2", heap="128m", runtime="docker")
+    other["host"]["hostname"] = "elsewhere"
+    assert compare.setup_differences(meta, meta) == []
+    assert compare.setup_differences(meta, other) == [
+        "pinning server CPUs 1, load generator CPUs 0 vs server CPUs 1-2, load generator CPUs 0",
+        "heap 512m vs 128m", "runtime process vs docker",
+        "host vm, AMD EPYC, 2 cores vs elsewhere, AMD EPYC, 2 cores"]

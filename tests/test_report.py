@@ -7,11 +7,12 @@ import re
 import shutil
 import subprocess
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from conftest import bench
-from orchestrator import analysis, report, results
+from orchestrator import analysis, noise, report, results
 
 # Everything that would reach the network or a profile is off: the report must work alone.
 CHROMIUM = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -64,6 +65,7 @@ def test_failed_and_flagged_cells_are_marked_and_never_crowned(run_dir):
     for lead in leads.itertuples():
         for crowned in (lead.best, lead.runner_up):
             assert pd.isna(crowned) or (lead.scenario, lead.concurrency, crowned) in eligible
+        assert (lead.verdict == "no clean cell") == pd.isna(lead.best)
     for (scenario, level), cells in summ.groupby(["scenario", "concurrency"]):
         table = report.comparison_table(summ, scenario, level)
         for cell in cells[~cells["eligible"]].itertuples():
@@ -72,18 +74,98 @@ def test_failed_and_flagged_cells_are_marked_and_never_crowned(run_dir):
     assert len(report.not_crowned(summ)) == int((~summ["eligible"]).sum())
 
 
-def test_a_lead_under_the_steady_tolerance_is_a_tie_not_a_win(run_dir):
-    summ = analysis.summary(results.load(run_dir))
-    cell = summ[summ["eligible"]].iloc[[0]]
-    scenario, level = cell["scenario"].iloc[0], cell["concurrency"].iloc[0]
-    close = pd.concat([cell, cell.assign(target="twin", rps=cell["rps"] * 1.02)])
-    far = pd.concat([cell, cell.assign(target="faster", rps=cell["rps"] * 1.5)])
+def cells(target: str, rps, flags: str = "", status: str = "ok", scenario: str = "json",
+          concurrency: int = 256) -> pd.DataFrame:
+    """Made-up repeats of one cell, in the columns of results.SCHEMA (those not given are empty)."""
+    return pd.DataFrame([{"run_id": "made-up", "target": target, "scenario": scenario, "concurrency": concurrency,
+                          "repeat": i + 1, "status": status, "reason": "", "flags": flags, "rps": v,
+                          "latency_p99_ms": 256_000 / v, "requests": int(v * 10), "server_cpu_s": 1.0}
+                         for i, v in enumerate(rps)]).reindex(columns=results.COLUMNS)
 
-    assert report.winners_matrix(close, metrics=["rps"]).iloc[0, -1] == f"{report.TIE}: twin, {cell.target.iloc[0]} (+2.0%)"
-    assert report.winners_matrix(far, metrics=["rps"]).iloc[0, -1] == f"faster: +50% vs {cell.target.iloc[0]}"
-    better = report.comparison_table(close, scenario, level).set_index("metric")["better"]
-    assert better[report.metric_title("rps")] == report.TIE
-    assert report.comparison_table(far, scenario, level).set_index("metric")["better"][report.metric_title("rps")] == "faster"
+
+def lead(*frames, metric: str = "rps", noise=None) -> pd.Series:
+    return analysis.leaders(analysis.summary(pd.concat(frames)), [metric], noise=noise).iloc[0]
+
+
+def test_a_fifty_percent_lead_with_tight_repeats_is_crowned():
+    fast, slow = cells("fast", [15_000, 15_100, 14_950]), cells("slow", [10_000, 10_050, 9_980])
+    for noise in (None, {"rps": 0.11}):
+        r = lead(fast, slow, noise=noise)
+        assert (r["verdict"], r["best"], r["runner_up"]) == ("crowned", "fast", "slow")
+        assert r["ci_low_pct"] > 0 and r["ci_low_pct"] < r["diff_pct"] < r["ci_high_pct"]
+    text = report.winners_matrix(analysis.summary(pd.concat([fast, slow])), metrics=["rps"]).iloc[0, -1]
+    assert text.startswith("fast: +50% vs slow (95% CI +") and "MDE" in text
+
+
+def test_an_eight_percent_lead_in_eleven_percent_noise_is_within_noise_with_its_half_width():
+    a = cells("a", [10_800 * f for f in (0.88, 1.0, 1.12)])
+    b = cells("b", [10_000 * f for f in (0.89, 1.0, 1.11)])
+    for noise in (None, {"rps": 0.11}):
+        r = lead(a, b, noise=noise)
+        half = (r["ci_high_pct"] - r["ci_low_pct"]) / 2
+        assert r["diff_pct"] == pytest.approx(8)
+        assert r["verdict"] == "within noise" and r["tie"] and r["ci_low_pct"] < 0 < r["ci_high_pct"]
+        assert r["why"] == f"within noise (±{half:.0f}%)" and half > 8
+    # a machine as noisy as this one: 11 % per window, 3 + 3 repeats cannot see 8 %
+    assert r["mde_pct"] == pytest.approx(100 * 2.8 * 0.11 * (2 / 3) ** 0.5)
+    better = report.comparison_table(analysis.summary(pd.concat([a, b])), "json", 256, metrics=["rps"],
+                                     noise={"rps": 0.11})["better"].iloc[0]
+    assert better.startswith("within noise (±")
+
+
+def test_a_single_repeat_is_judged_by_the_noise_floor_or_not_at_all():
+    a, b = cells("a", [15_000]), cells("b", [10_000])
+    unknown = lead(a, b)
+    assert unknown["verdict"] == "inconclusive" and unknown["why"] == analysis.NOISE_UNKNOWN
+    summ = analysis.summary(pd.concat([a, b]))
+    assert "run `bench noise`" in report.winners_matrix(summ, metrics=["rps"]).iloc[0, -1]
+    assert lead(a, b, noise={"rps": 0.11})["verdict"] == "crowned"          # +50 % against ±30 %
+    assert lead(cells("a", [10_800]), b, noise={"rps": 0.11})["verdict"] == "within noise"
+
+
+def test_a_crown_survives_dropping_any_one_repeat_or_becomes_within_noise():
+    rng = np.random.default_rng(3)
+    a, b = cells("a", rng.normal(12_000, 600, 4)), cells("b", rng.normal(10_000, 500, 4))
+    noise = {"rps": 0.05}
+    assert lead(a, b, noise=noise)["verdict"] == "crowned"
+    for frame, other in ((a, b), (b, a)):
+        for i in range(len(frame)):
+            r = lead(frame.drop(frame.index[i]), other, noise=noise)
+            assert (r["verdict"], r["best"]) in {("crowned", "a"), ("within noise", "a")}, (frame.target[0], i)
+
+
+def test_a_level_where_a_flagged_cell_did_better_is_inconclusive_and_names_it():
+    clean_best, clean_second = cells("a:x", [10_000, 10_100, 9_900]), cells("b:y", [6_000, 6_100, 5_900])
+    flagged = cells("c:z", [12_000, 12_100, 11_900], flags="loadgen-saturated")
+    r = lead(clean_best, clean_second, flagged)
+    assert r["best"] == "a:x" and r["verdict"] == "inconclusive"
+    assert r["why"] == "1 flagged cell did better: c:z 12,000 req/s [loadgen-saturated]"
+    summ = analysis.summary(pd.concat([clean_best, clean_second, flagged]))
+    assert "c:z 12,000 req/s [loadgen-saturated]" in report.winners_matrix(summ, metrics=["rps"]).iloc[0, -1]
+    # p99 follows: the flagged cell's is lower, so that level is inconclusive too
+    assert lead(clean_best, clean_second, flagged, metric="latency_p99_ms")["verdict"] == "inconclusive"
+
+
+def test_the_sample_report_shows_why_a_level_is_inconclusive_and_that_no_noise_floor_was_measured(run_dir):
+    md = (run_dir / "report.md").read_text()
+    winners = md.split("## Winners")[1].split("##")[0]
+    # json at 256: quarkus (flagged not-steady) has the lower median p99 of the two
+    assert "1 flagged cell did better: quarkus:reactive 13.8 ms [not-steady]" in winners
+    assert "No noise floor measured on this run's machine (vm, AMD EPYC, 2 cores)" in winners
+
+
+def test_the_report_quotes_the_noise_floor_of_the_run_s_machine(run_dir, tmp_path):
+    root = tmp_path / "results"
+    shutil.copytree(run_dir, root / run_dir.name, ignore=shutil.ignore_patterns("report*"))
+    meta = results.load_meta(run_dir)
+    aa = cells("fixture:ok", [10_000, 11_000, 9_000, 10_500, 9_500], scenario="json", concurrency=64)
+    noise.record(aa.assign(driver="wrk", duration_s=10.0), {**meta, "run_id": "aa-run"}, root)
+    _, md_path = report.build(run_dir.name, root)
+    md = md_path.read_text()
+    assert "Noise floor on this run's machine (vm, AMD EPYC, 2 cores): rps CV 7.9%" in md
+    assert "(n=5, run aa-run: fixture:ok on json at 64 connections, wrk, 10 s windows" in md
+    # +86 % on 2 + 2 repeats stays crowned against a 7.9 % floor
+    assert "| redis | 256 | vertx:eventloop: +86% vs quarkus:reactive (95% CI" in md
 
 
 def chromium(*args: str, profile) -> subprocess.CompletedProcess:
