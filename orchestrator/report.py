@@ -392,6 +392,19 @@ def _floor_note(entry: dict | None, host: dict) -> str:
     return f"Noise floor on this run's machine ({machine}): {noise_mod.describe(entry)}."
 
 
+def _ceiling_note(meta: dict) -> str:
+    """The generator ceilings the run was flagged against (run.json, from `bench calibrate`)."""
+    from .calibrate import NEAR_CEILING
+    ceilings = meta.get("generator_ceilings") or {}
+    if not ceilings:
+        return ("No generator ceiling was calibrated on this run's machine: a cell near what its generator can "
+                "send at all is not flagged (`bench calibrate` measures each generator against nginx).")
+    each = ", ".join(f"{name} {fmt(rps)} req/s" for name, rps in sorted(ceilings.items()))
+    return (f"Generator ceilings on this run's machine (`bench calibrate`, against nginx): {each}. A cell above "
+            f"{NEAR_CEILING:.0%} of its generator's ceiling is flagged near-generator-ceiling: it may measure the "
+            f"generator rather than the target.")
+
+
 def _sections(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
               floor: dict | None = None) -> list[tuple]:
     """The report as a list of blocks ("h2" | "p" | "table" | "chart", content), rendered twice.
@@ -414,6 +427,7 @@ def _sections(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
                      "within noise is no proof of equality, and more repeats lower it. A level where a "
                      "flagged or partly failed cell did better than the best clean one is inconclusive."),
                ("p", _floor_note(floor, meta.get("host", {}))),
+               ("p", _ceiling_note(meta)),
                ("table", winners_matrix(summ, x, noise=cvs))]
     bad = not_crowned(summ, x)
     if len(bad):

@@ -21,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from . import infra as infra_mod
 from . import RESULTS_DIR, drivers, runtimes
 from .build import build
+from .calibrate import ceilings
 from .catalog import Framework, Target, discover, resolve
 from .checks import busy_processes, cell_flags, littles_law_ratio
 from .errors import BenchError, TargetFailed, UsageError
@@ -414,6 +415,8 @@ def _execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | No
                 "command": argv or sys.argv, "git_commit": git_commit(), "host": host_info(),
                 "jdk": {"home": str(pipeline.jdk.home), "version": pipeline.jdk.version},
                 "tools": tool_versions(), "plan": plan.to_dict(), "warnings": [f"busy: {w}" for w in warnings_],
+                # what `bench calibrate` measured each generator to reach here: the near-generator-ceiling flag's bar
+                "generator_ceilings": ceilings(),
                 "status": "running"}
         store.create(meta)
     done = store.done()
