@@ -377,11 +377,9 @@ def measure_cell(pipeline: Pipeline, started: Started, plan: Plan, base: dict, s
     series = []
     for rec in result.timeseries:
         smp = sampler.window(rec["epoch_s"], rec["epoch_s"] + 1)
-        step = rec.get("step")
-        if step is None:
-            step = min(p.ramp.steps, max(1, int((rec["epoch_s"] + 0.5 - result.started_at) // p.ramp.step_s) + 1))
+        # the driver names each second's step by the users then running (None: a second in transition)
         series.append({**rec, "run_id": base["run_id"], "target": base["target"], "scenario": scenario,
-                       "repeat": base["repeat"], "step": step,
+                       "repeat": base["repeat"],
                        "server_cpu_pct": 100.0 * smp.cpu_s if smp.cpu_s == smp.cpu_s else None,
                        "server_rss_mb": smp.peak_rss_bytes / MiB if smp.peak_rss_bytes else None,
                        "server_threads": smp.peak_threads or None,

@@ -3,8 +3,11 @@
 One process, or a master with `workers` worker processes so that a ramp can outgrow one core (the
 same master/worker protocol spreads Locust over machines). Totals come from Locust's own JSON
 output; the per-step rows and the per-second series from the locustfile's exact buckets, which
-must add up to the same totals. A Locust process is one core at most: one that is busier than
-LOADGEN_SATURATED of it in a step flags that step loadgen-saturated.
+must add up to the same totals. The series has every second of the test, one in which nothing
+completed too; a step's row covers the whole seconds in which its users, and only they, were
+running (from a second or two after the step's nominal start), so its duration is that many
+seconds, and a second in transition belongs to no step. A Locust process is one core at most: one
+that is busier than LOADGEN_SATURATED of it in a step flags that step loadgen-saturated.
 """
 from __future__ import annotations
 
@@ -62,6 +65,10 @@ def sum_cpu(finished: list[Finished], t0: float, t1: float) -> float:
     return sum(cpu for cpu, _ in filter(None, (_cpu_in(f, t0, t1) for f in finished)))
 
 
+def new_second() -> dict:
+    return {"n": 0, "status": 0, "timeout": 0, "connect": 0, "other": 0, "bytes": 0, "hist": {}}
+
+
 def summarise(seconds: list[dict], duration_s: float) -> LoadResult:
     """One LoadResult from per-second buckets (requests, failures by kind, latency histogram)."""
     hist: dict[float, int] = defaultdict(int)
@@ -77,32 +84,54 @@ def summarise(seconds: list[dict], duration_s: float) -> LoadResult:
         **latency_fields(list(hist), list(hist.values())))
 
 
+def steady_seconds(timeline: list[dict], end: float) -> dict[int, int]:
+    """Second -> step (1-based) for the whole seconds in which only that step's users ran: from the
+    second after all of them were running to the last before the next step was asked for (or the
+    test ended). A second with a spawn in it belongs to no step."""
+    step_of = {}
+    for i, st in enumerate(timeline):
+        until = timeline[i + 1]["asked"] if i + 1 < len(timeline) else end
+        if st["running"] is not None:
+            step_of.update({sec: i + 1 for sec in range(math.ceil(st["running"]), math.floor(until))})
+    return step_of
+
+
 def split(doc: dict, spec: LoadSpec, t0: float, finished: list[Finished]) -> tuple[list[LoadResult], list[dict]]:
     """Per-step results and per-second records from the locustfile's output; t0 is the test's start."""
     ramp = spec.ramp
     users = {int(k): v for k, v in doc["users"].items()}
     seconds = {int(k): v for k, v in doc["seconds"].items()}
-    by_step: dict[int, list[int]] = defaultdict(list)
-    for sec in sorted(seconds):
-        step = int((sec + 0.5 - t0) // ramp.step_s) + 1    # a second belongs where its middle falls
-        if 1 <= step <= ramp.steps:
-            by_step[step].append(sec)
+    end = doc.get("end") or t0 + ramp.duration_s
+    timeline = doc.get("steps", [])
+    step_of = steady_seconds(timeline, end)
+    # Every second of the test, those in which nothing completed too (a stall), and the tail of
+    # requests that completed after the end.
+    every = range(min([int(t0), *seconds, *step_of]), max([math.ceil(end) - 1, *seconds, *step_of]) + 1)
+    zero = new_second()
     steps = []
     for step in range(1, ramp.steps + 1):
-        secs = by_step.get(step, [])
-        r = summarise([seconds[s] for s in secs], float(len(secs)) or ramp.step_s)
-        r.started_at = t0 + (step - 1) * ramp.step_s
-        busiest = busiest_process_pct(finished, r.started_at, r.started_at + ramp.step_s)
-        r.loadgen_cpu_s = sum_cpu(finished, r.started_at, r.started_at + ramp.step_s)
+        secs = [sec for sec in every if step_of.get(sec) == step]
+        r = summarise([seconds.get(sec, zero) for sec in secs], float(len(secs)))
+        if secs:
+            r.started_at = float(secs[0])
+        else:   # its users never all ran (a spawn that outlasted the step): it measured nothing
+            r.started_at = timeline[step - 1]["asked"] if step <= len(timeline) else end
+        t1 = r.started_at + len(secs)
+        busiest = busiest_process_pct(finished, r.started_at, t1)
+        r.loadgen_cpu_s = sum_cpu(finished, r.started_at, t1)
         if busiest == busiest and busiest > 100 * LOADGEN_SATURATED:
             r.flags.append("loadgen-saturated")
         steps.append(r)
     series = []
-    for sec in sorted(seconds):
-        one = summarise([seconds[sec]], 1.0)
-        series.append({"t_s": sec - int(t0), "epoch_s": sec, "users": users.get(sec, 0), "rps": one.requests,
-                       "failures_per_s": one.errors + one.errors_status, "p50_ms": one.latency_p50,
-                       "p95_ms": one.latency_p95, "p99_ms": one.latency_p99,
+    last_users = 0
+    for sec in every:
+        one = summarise([seconds.get(sec, zero)], 1.0)
+        last_users = users.get(sec, last_users)   # a second the loop overslept: the count it saw last
+        # A second in transition has step None, not the step it moves to: its users were neither
+        # count, and grouping the series by step then gives exactly the seconds of each step's row.
+        series.append({"t_s": sec - int(t0), "epoch_s": sec, "users": last_users, "step": step_of.get(sec),
+                       "rps": one.requests, "failures_per_s": one.errors + one.errors_status,
+                       "p50_ms": one.latency_p50, "p95_ms": one.latency_p95, "p99_ms": one.latency_p99,
                        "loadgen_cpu_pct": busiest_process_pct(finished, sec, sec + 1)})
     return steps, series
 
@@ -146,7 +175,7 @@ class LocustDriver(Driver):
         users = {int(k): v for k, v in doc["users"].items()}
         if not users:
             raise DriverFailed(f"locust ran no users: {log_tail(logs[0], 5)}")
-        t0 = doc.get("start", min(users))
+        t0 = doc.get("start") or min(users)
         steps, series = split(doc, spec, t0, finished)
         total = summarise(list(doc["seconds"].values()), ramp.duration_s)
         total.loadgen_cpu_s = sum(f.cpu_s for f in finished)

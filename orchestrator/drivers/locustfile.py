@@ -4,7 +4,14 @@ per-second buckets that it writes as JSON when Locust quits.
 Locust's CSV files undercount (rewritten every second, not at shutdown) and its history holds only
 sliding-window percentiles, so each process counts for itself: per second, the requests, failures by
 kind, and a latency histogram. Workers send theirs to the master with each stats report; the master
-(or the single process) adds the users per second and writes everything to BENCH_LOCUST's "out".
+(or the single process) adds the users per second and each step's timeline, and writes everything
+to BENCH_LOCUST's "out".
+
+The timeline says which seconds measured a step: the shape's tick runs about once a second and users
+spawn after it, so a step's users all run from a second or more after its nominal start. Per step,
+"asked" is when the shape first asked for its users and "running" when they were all running
+(spawning_complete; on a master, once the workers have reported them). Between the two the count is
+in transition.
 
 Configured by orchestrator/drivers/locust.py through the BENCH_LOCUST environment variable (JSON).
 """
@@ -40,6 +47,7 @@ def new_second() -> dict:
 seconds: dict[int, dict] = defaultdict(new_second)
 users_at: dict[int, int] = {}
 started: dict[str, float] = {}
+steps: list[dict] = []   # per step: {"users", "asked", "running"}, epoch seconds
 
 
 def failure_kind(response, exception) -> str | None:
@@ -95,18 +103,29 @@ def watch_users(environment, **_):
     started["t"] = time.time()
 
     def loop():
+        # The users as each second begins: woken just past the boundary, keyed by when it woke, so a
+        # wake-up that comes a hair early or late still lands on the right second.
         while True:
-            users_at[int(time.time())] = environment.runner.user_count
-            gevent.sleep(1.0 - time.time() % 1.0 + 0.05)
+            now = time.time()
+            users_at[int(now)] = environment.runner.user_count
+            gevent.sleep(1.0 - now % 1.0 + 0.005)
 
     gevent.spawn(loop)
+
+
+@events.spawning_complete.add_listener
+def all_running(user_count, **_):
+    # Workers hear it too (from the master), but only the process that ticks the shape has steps.
+    if steps and steps[-1]["running"] is None and user_count == steps[-1]["users"]:
+        steps[-1]["running"] = time.time()
 
 
 @events.quitting.add_listener
 def write(environment, **_):
     if isinstance(environment.runner, WorkerRunner):
         return
-    out = {"start": started.get("t"), "users": users_at, "seconds": {k: {**v, "hist": dict(v["hist"])} for k, v in seconds.items()}}
+    out = {"start": started.get("t"), "end": started.get("end"), "steps": steps, "users": users_at,
+           "seconds": {k: {**v, "hist": dict(v["hist"])} for k, v in seconds.items()}}
     with open(CFG["out"] + ".tmp", "w") as f:
         json.dump(out, f)
     os.replace(CFG["out"] + ".tmp", CFG["out"])
@@ -118,8 +137,14 @@ class StepShape(LoadTestShape):
     def tick(self):
         step = int(self.get_run_time() // CFG["step_s"])
         if step >= CFG["steps"]:
+            started.setdefault("end", time.time())
             return None
         users = CFG["start_users"] + step * CFG["step_users"]
+        while len(steps) <= step:   # a tick that came a whole step late skips one: it never ran
+            now, want = time.time(), CFG["start_users"] + len(steps) * CFG["step_users"]
+            # The same users as the step before, all running: Locust spawns nothing and reports nothing.
+            same = bool(steps) and steps[-1]["users"] == want and steps[-1]["running"] is not None
+            steps.append({"users": want, "asked": now, "running": now if same else None})
         return users, max(users, 1)
 
 

@@ -1,0 +1,166 @@
+"""The Locust driver's steps and per-second series: every second of the test is there, a second in
+which nothing completed too, and a step's row covers the seconds in which its users were running.
+Real Locust against a small HTTP server in this process whose answers can stall."""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from orchestrator import drivers
+from orchestrator.drivers import LoadSpec
+from orchestrator.drivers.locust import split
+from orchestrator.profiles import Ramp
+from orchestrator.scenarios import Scenario
+
+SCENARIO = Scenario("stall", "GET", "/", 200, "text/plain")
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True   # headers and body go out in two writes: no 40 ms delayed ACK
+
+    def log_message(self, *_):
+        pass
+
+    def do_GET(self):
+        server = self.server
+        with server.lock:
+            if server.first is None:
+                server.first = time.time()
+        time.sleep(server.delay_s)
+        if server.stall:   # nothing is answered from stall_after_s after the first request for stall_s
+            begin = server.first + server.stall[0]
+            if begin <= time.time() < begin + server.stall[1]:
+                time.sleep(begin + server.stall[1] - time.time())
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+
+class Server(ThreadingHTTPServer):
+    request_queue_size = 128   # a step's users connect at once: the default backlog of 5 drops their SYNs
+
+
+@pytest.fixture
+def server():
+    s = Server(("127.0.0.1", 0), Handler)
+    s.daemon_threads, s.lock, s.first, s.delay_s, s.stall = True, threading.Lock(), None, 0.02, None
+    thread = threading.Thread(target=s.serve_forever, daemon=True)
+    thread.start()
+    yield s
+    s.shutdown()
+    s.server_close()
+    thread.join(timeout=5)
+
+
+def run(server, tmp_path, ramp: Ramp) -> drivers.LoadResult:
+    return drivers.get("locust").run(LoadSpec(
+        port=server.server_address[1], scenario=SCENARIO, concurrency=ramp.start_users, duration_s=ramp.duration_s,
+        cpus="0", timeout_s=10, out_dir=tmp_path, ramp=ramp))
+
+
+def seconds_of(series: list[dict], step: int) -> list[dict]:
+    return [rec for rec in series if rec["step"] == step]
+
+
+def check_every_second_and_step(result: drivers.LoadResult, ramp: Ramp):
+    """Every second from the start to the end is in the series, and each step's row is exactly its
+    seconds there: consecutive, from started_at, as many as its duration, adding up to its requests."""
+    epochs = [rec["epoch_s"] for rec in result.timeseries]
+    assert epochs == list(range(epochs[0], epochs[-1] + 1))
+    assert epochs[0] <= result.started_at and epochs[-1] >= int(result.started_at + ramp.duration_s) - 1
+    assert sum(rec["rps"] for rec in result.timeseries) == result.requests
+    assert len(result.steps) == ramp.steps
+    for step, r in enumerate(result.steps, start=1):
+        mine = seconds_of(result.timeseries, step)
+        assert [rec["epoch_s"] for rec in mine] == [r.started_at + i for i in range(len(mine))], step
+        assert r.duration_s == len(mine) and r.requests == sum(rec["rps"] for rec in mine), step
+
+
+def test_a_stall_is_a_zero_second_that_its_step_counts(server, tmp_path):
+    # No answer from 2 s after the first request for 2.5 s: at least one whole second, inside step 1.
+    server.stall = (2.0, 2.5)
+    ramp = Ramp(start_users=2, step_users=2, step_s=6, steps=2, workers=0)
+    result = run(server, tmp_path, ramp)
+    check_every_second_and_step(result, ramp)
+    begin = server.first + server.stall[0]
+    stalled = range(math.ceil(begin), math.floor(begin + server.stall[1]))
+    assert len(stalled) >= 1
+    for rec in result.timeseries:
+        if rec["epoch_s"] in stalled:
+            assert rec["rps"] == 0 and rec["step"] == 1 and rec["failures_per_s"] == 0 and rec["users"] == 2, rec
+            assert all(math.isnan(rec[k]) for k in ("p50_ms", "p95_ms", "p99_ms")), rec
+    first = result.steps[0]
+    busy = [rec["rps"] for rec in seconds_of(result.timeseries, 1) if rec["rps"]]
+    # The step's rate is over all its seconds, the stalled ones too: below the mean of its busy ones.
+    assert first.duration_s >= 4 and first.rps < sum(busy) / len(busy), (first, busy)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_step_covers_the_seconds_its_users_ran(server, tmp_path, workers):
+    # 20 users more per step at a spawn rate of the step's users: each spawn takes about a second.
+    server.delay_s = 0.1
+    ramp = Ramp(start_users=2, step_users=20, step_s=4, steps=3, workers=workers)
+    result = run(server, tmp_path, ramp)
+    check_every_second_and_step(result, ramp)
+    series = result.timeseries
+    for step, r in enumerate(result.steps, start=1):
+        mine = seconds_of(series, step)
+        assert mine and all(rec["users"] == ramp.users(step) for rec in mine), (step, series)
+        # Not before the series first saw its users, and after a second in transition.
+        assert r.started_at >= min(rec["epoch_s"] for rec in series if rec["users"] == ramp.users(step))
+        before = next(rec for rec in series if rec["epoch_s"] == r.started_at - 1)
+        assert before["step"] is None, (step, series)
+        # About 10 req/s per user on a 100 ms answer, in every second of the step.
+        assert all(6 * ramp.users(step) <= rec["rps"] <= 11 * ramp.users(step) for rec in mine), (step, series)
+
+
+# split() on hand-made locustfile output: the same rules, second by second.
+
+def bucket(n: int, ms: float = 5.0) -> dict:
+    return {"n": n, "status": 0, "timeout": 0, "connect": 0, "other": 0, "bytes": 2 * n, "hist": {str(ms): n}}
+
+
+def spec_of(ramp: Ramp, tmp_path) -> LoadSpec:
+    return LoadSpec(port=1, scenario=SCENARIO, concurrency=ramp.start_users, duration_s=ramp.duration_s, cpus="0",
+                    timeout_s=10, out_dir=tmp_path, ramp=ramp)
+
+
+def test_split_counts_a_stall_and_leaves_transitions_out(tmp_path):
+    ramp = Ramp(start_users=2, step_users=2, step_s=5, steps=2)
+    t0 = 1000.3
+    doc = {"start": t0, "end": 1010.4,
+           "steps": [{"users": 2, "asked": 1000.3, "running": 1000.5},
+                     {"users": 4, "asked": 1005.6, "running": 1006.2}],
+           # the sampling loop overslept 1008: the count it saw last stands
+           "users": {str(s): 2 if s < 1006 else 4 for s in range(1000, 1011) if s != 1008},
+           # nothing completed in 1003 (step 1) nor in 1008 (step 2)
+           "seconds": {str(s): bucket(20 if s < 1006 else 40) for s in range(1000, 1011) if s not in (1003, 1008)}}
+    steps, series = split(doc, spec_of(ramp, tmp_path), t0, [])
+    assert [rec["epoch_s"] for rec in series] == list(range(1000, 1011))
+    assert [rec["step"] for rec in series] == [None, 1, 1, 1, 1, None, None, 2, 2, 2, None]
+    assert [rec["users"] for rec in series] == [2] * 6 + [4] * 5
+    stalled = [rec for rec in series if rec["epoch_s"] in (1003, 1008)]
+    assert all(rec["rps"] == 0 and rec["failures_per_s"] == 0 and math.isnan(rec["p95_ms"]) for rec in stalled)
+    assert [(r.started_at, r.duration_s, r.requests) for r in steps] == [(1001.0, 4.0, 60), (1007.0, 3.0, 80)]
+    assert steps[0].latency_p50 == 5.0 and steps[0].rps == 15.0
+
+
+def test_split_gives_a_step_whose_users_never_all_ran_no_seconds(tmp_path):
+    ramp = Ramp(start_users=5, step_users=0, step_s=3, steps=3)
+    doc = {"start": 1000.0, "end": 1009.1,
+           "steps": [{"users": 5, "asked": 1000.0, "running": 1000.4},
+                     {"users": 5, "asked": 1003.0, "running": 1003.0},   # the same users: nothing to spawn
+                     {"users": 5, "asked": 1006.5, "running": None}],    # say its spawn never completed
+           "users": {str(s): 5 for s in range(1000, 1010)},
+           "seconds": {str(s): bucket(10) for s in range(1000, 1010)}}
+    steps, series = split(doc, spec_of(ramp, tmp_path), 1000.0, [])
+    assert [rec["step"] for rec in series] == [None, 1, 1, 2, 2, 2, None, None, None, None]
+    assert [(r.started_at, r.duration_s, r.requests) for r in steps] == \
+        [(1001.0, 2.0, 20), (1003.0, 3.0, 30), (1006.5, 0.0, 0)]
+    assert steps[2].rps == 0.0
