@@ -14,8 +14,9 @@ or, for an open-model rate, k6 at the cell's rate.
 """
 from __future__ import annotations
 
+import json
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from statistics import median
 
 from . import drivers
@@ -90,5 +91,13 @@ def warm_up(window_s: float, max_s: float, spec: drivers.LoadSpec, server_pid: i
         done = steady(windows)
         if done or spent + window_s > max_s:
             gap = quiet_gap_s(last)
+            _keep(spec, windows, done, gap)
             time.sleep(gap)
             return WarmUp(spent, done, tuple(windows), gap)
+
+
+def _keep(spec: drivers.LoadSpec, windows: list[Window], done: bool, gap: float) -> None:
+    """Every window's figures beside the generator's files: why a cell was (not) called steady."""
+    spec.out_dir.mkdir(parents=True, exist_ok=True)
+    (spec.out_dir / f"{spec.stem}.windows.json").write_text(json.dumps(
+        {"steady": done, "quiet_gap_s": gap, "windows": [asdict(w) for w in windows]}, indent=1) + "\n")
