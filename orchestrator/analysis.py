@@ -268,7 +268,9 @@ def _verdict(best, runner, better: list[dict], metric: str, lo: float, hi: float
     half = (hi - lo) / 2
     if lo > 0 or hi < 0:
         return "crowned", f"95% interval {lo:+.1f}% to {hi:+.1f}%"
-    return "within noise", f"within noise (±{half:.{0 if half >= 10 else 1}f}%)"
+    # the interval need not be centred on the lead: name both ends, not only its half-width
+    return "within noise", (f"within noise (±{half:.{0 if half >= 10 else 1}f}%: 95% interval "
+                            f"{lo:+.1f}% to {hi:+.1f}%)")
 
 
 def leaders(summ: pd.DataFrame, metrics: list[str], x: str = "concurrency",
