@@ -285,9 +285,14 @@ def _result_line(row: dict) -> str:
         return (f"[red]FAILED[/] {row['target']} {row['scenario']} {level_label(row)}: "
                 f"{escape(row['reason'].splitlines()[0][:160])}")
     flags = f" [yellow]{escape('[' + row['flags'] + ']')}[/]" if row["flags"] else ""
+
+    def num(key: str, spec: str) -> str:
+        """A figure, or a dash of the same width where the window had none (a ramp step nobody ran)."""
+        value = row.get(key)
+        return format(value, spec) if value is not None and value == value else "–".rjust(int(spec.split(".")[0].lstrip(">") or 0))
     return (f"{row['target']:<34} {row['scenario']:<10} {level_label(row):<10} "
-            f"{row['rps']:>10,.0f} rps  p50 {row['latency_p50_ms']:7.2f} ms  p99 {row['latency_p99_ms']:8.2f} ms  "
-            f"cpu {row['server_cpu_pct']:4.0f}%  rss {row['server_peak_rss_mb']:5.0f} MiB  "
+            f"{num('rps', '>10,.0f')} rps  p50 {num('latency_p50_ms', '7.2f')} ms  p99 {num('latency_p99_ms', '8.2f')} ms  "
+            f"cpu {num('server_cpu_pct', '4.0f')}%  rss {num('server_peak_rss_mb', '5.0f')} MiB  "
             f"thr {row['server_peak_threads']}{flags}")
 
 
