@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import os
 import shutil
 import statistics
 import tempfile
@@ -29,13 +30,13 @@ from . import RESULTS_DIR, httpclient, options, procs
 from .drivers import DRIVERS, Driver, DriverFailed, LoadResult, LoadSpec, get as get_driver
 from .drivers.base import run_generator
 from .errors import BenchError, UsageError
-from .hostinfo import host_info, tool_version
+from .hostinfo import host_info, machine_key, tool_version
+from .infra import OWNER_FILE
 from .jvm import cpu_count, parse_cpus
 from .profiles import Ramp
 from .scenarios import HELLO, Scenario, parse_list
 
 FILE = "calibration.json"
-NEAR_CEILING = 0.8
 BUSY = 0.9                 # a side above this share of the CPUs it can use set the pace
 LEVELS = (16, 64, 256)     # connections (VUs, users) tried; the ceiling is the best of them
 WINDOWS = 3                # windows per level; a level's figure is their median
@@ -106,10 +107,6 @@ def driver(name: str) -> Driver:
     return OhaDriver() if name == "oha" else get_driver(name)
 
 
-def machine_key(host: dict) -> str:
-    return f"{host['hostname']} / {host['cpu_model']} / {host['cores']} CPUs"
-
-
 def _read(path: Path) -> dict:
     if not path.exists():
         return {"machines": {}}
@@ -121,16 +118,13 @@ def _read(path: Path) -> dict:
         raise BenchError(f"{path} is not calibration data ({e}): delete it or run `bench calibrate` again") from None
 
 
-def ceilings(host: dict | None = None, results_dir: Path = RESULTS_DIR) -> dict[str, float]:
-    """Generator name -> its calibrated ceiling in rps on this machine (or `host`); {} when not calibrated."""
+def ceilings(host: dict | None = None, results_dir: Path = RESULTS_DIR, loadgen_cpus: str | None = None) -> dict[str, float]:
+    """Generator name -> its calibrated ceiling in rps on this machine (or `host`); {} when not calibrated.
+    With `loadgen_cpus`, only ceilings measured with the generator on those same CPUs: a generator on
+    one CPU has a lower ceiling than on two, and a bar measured under other pinning flags wrongly."""
     record = _read(Path(results_dir) / FILE)["machines"].get(machine_key(host or host_info()), {})
-    return {name: e["ceiling_rps"] for name, e in record.get("generators", {}).items() if e.get("ceiling_rps")}
-
-
-def near_ceiling(driver: str, rps: float, host: dict | None = None, results_dir: Path = RESULTS_DIR) -> bool:
-    """True when rps is above NEAR_CEILING of the driver's calibrated ceiling (False when uncalibrated)."""
-    ceiling = ceilings(host, results_dir).get(driver)
-    return bool(ceiling) and rps > NEAR_CEILING * ceiling
+    return {name: e["ceiling_rps"] for name, e in record.get("generators", {}).items() if e.get("ceiling_rps")
+            and (loadgen_cpus is None or parse_cpus(str(e.get("loadgen_cpus", ""))) == parse_cpus(loadgen_cpus))}
 
 
 def _store(results_dir: Path, host: dict, entries: dict[str, dict]) -> Path:
@@ -286,6 +280,7 @@ def command(server_cpus: str | None, loadgen_cpus: str | None, duration: str, ge
                   f"connections each")
     entries: dict[str, dict] = {}
     work = Path(tempfile.mkdtemp(prefix="bench-calibrate-"))
+    (work / OWNER_FILE).write_text(str(os.getpid()))   # `bench clean` removes it if this process is killed
     try:
         with quiet_sigterm(), nginx(port, server_cpus, work) as servers:
             for name in names:

@@ -12,6 +12,7 @@ LITTLE_LOW, LITTLE_HIGH = 0.75, 1.25
 STEADY_TOLERANCE = 0.05   # two warm-up windows this close in rps: the JIT has settled
 LOADGEN_SATURATED = 0.90   # of the generator's CPUs: its own processes, or everything that ran there
 MIN_REQUESTS = 100
+NEAR_CEILING = 0.8         # of a generator's calibrated ceiling: above it the cell may measure the generator
 
 
 def littles_law_ratio(concurrency: int, r: LoadResult) -> float:
@@ -39,15 +40,15 @@ def littles_law_holds(concurrency: int, r: LoadResult) -> bool:
 
 def cell_flags(concurrency: int, r: LoadResult, loadgen_cpus: int, server_alive: bool = True,
                closed_loop: bool = True, loadgen_cpus_busy_pct: float | None = None,
-               driver: str | None = None) -> list[str]:
+               ceiling: float | None = None) -> list[str]:
     """The flags of a measured window. Little's law is checked in a closed loop only: there the
     clients are the requests in flight; in a burst's tail or at an open rate they are not.
 
     Two saturation checks: the generator's own processes (`loadgen-saturated`), and everything that
     ran on the load-generator CPUs (`loadgen-cpus-busy`: Redis, MariaDB, a gateway's backend,
     softirq and the orchestrator share them; a full CPU there measured that CPU, not the server).
-    `near-generator-ceiling`: above NEAR_CEILING of what `bench calibrate` measured this generator
-    to reach on this machine against a server faster than any target."""
+    `near-generator-ceiling`: above NEAR_CEILING of `ceiling`, what `bench calibrate` measured this
+    generator to reach on this machine, with the same CPUs, against a server faster than any target."""
     flags = []
     if closed_loop and not littles_law_holds(concurrency, r):
         flags.append("littles-law")
@@ -56,10 +57,8 @@ def cell_flags(concurrency: int, r: LoadResult, loadgen_cpus: int, server_alive:
         flags.append("loadgen-saturated")
     if loadgen_cpus_busy_pct is not None and loadgen_cpus_busy_pct > 100 * LOADGEN_SATURATED:
         flags.append("loadgen-cpus-busy")
-    if driver:
-        from .calibrate import near_ceiling
-        if near_ceiling(driver, r.rps):
-            flags.append("near-generator-ceiling")
+    if near_ceiling(r.rps, ceiling):
+        flags.append("near-generator-ceiling")
     if r.errors:
         flags.append("socket-errors")
     if r.errors_status:
@@ -69,6 +68,11 @@ def cell_flags(concurrency: int, r: LoadResult, loadgen_cpus: int, server_alive:
     if not server_alive:
         flags.append("server-died")
     return flags
+
+
+def near_ceiling(rps: float, ceiling: float | None) -> bool:
+    """True when rps is above NEAR_CEILING of a generator's calibrated ceiling (False when uncalibrated)."""
+    return bool(ceiling) and rps > NEAR_CEILING * ceiling
 
 
 SUSPECTS = ("java", "mvn", "wrk", "locust", "h2load", "k6", "oha")

@@ -68,11 +68,14 @@ def clean_leftovers() -> list[str]:
     return removed
 
 
+WORK_DIRS = ("bench-infra-*", "bench-calibrate-*")   # temporary folders that hold an owner file
+
+
 def stale_data_dirs() -> list[str]:
-    """Remove infrastructure data directories whose bench process is gone (a live run's stay)."""
+    """Remove infrastructure and calibration folders whose bench process is gone (a live run's stay)."""
     shared = infra_mod.load_state()
     removed = []
-    for d in Path(tempfile.gettempdir()).glob("bench-infra-*"):
+    for d in (d for pattern in WORK_DIRS for d in Path(tempfile.gettempdir()).glob(pattern)):
         owner_file = d / infra_mod.OWNER_FILE
         owner = owner_file.read_text().strip() if owner_file.exists() else ""
         in_use = (shared is not None and str(d) == shared.data_dir) or (

@@ -22,19 +22,10 @@ from typing import Optional
 import typer
 
 from . import RESULTS_DIR, analysis, results
-from .hostinfo import host_info
+from .hostinfo import MACHINE_KEYS, host_info, machine_key
 
 FLOOR_FILE = "noise-floor.json"
-MACHINE_KEYS = ("hostname", "cpu_model", "cores")
 QUOTED = {"rps": "rps", "latency_p50_ms": "p50", "latency_p99_ms": "p99"}
-
-
-def machine_key(host: dict) -> str:
-    return " | ".join(str(host.get(k, "?")) for k in MACHINE_KEYS)
-
-
-def machine_name(host: dict) -> str:
-    return f"{host.get('hostname', '?')}, {host.get('cpu_model', '?')}, {host.get('cores', '?')} cores"
 
 
 def cvs(df) -> dict[str, float]:
@@ -133,7 +124,7 @@ def register(app: typer.Typer) -> None:
             cli.console.print(f"[red]failed repeats in run {store.run_id}: no noise floor stored[/]")
             raise typer.Exit(1)
         e = record(results.load(store.dir), store.meta(), results_dir)
-        cli.console.print(f"noise floor of {machine_name(e)}: {describe(e)}" +
+        cli.console.print(f"noise floor of {machine_key(e)}: {describe(e)}" +
                           (f"; {e['flagged']} flagged repeat(s) included" if e["flagged"] else ""), soft_wrap=True)
         cli.console.print("CV per metric: " + ", ".join(f"{m} {100 * c:.1f}%" for m, c in e["cv"].items()) +
                           f" -> {Path(results_dir) / FLOOR_FILE}", soft_wrap=True)

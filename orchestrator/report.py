@@ -385,7 +385,7 @@ def _facts(meta: dict, df: pd.DataFrame) -> str:
 
 
 def _floor_note(entry: dict | None, host: dict) -> str:
-    machine = noise_mod.machine_name(host)
+    machine = noise_mod.machine_key(host)
     if not entry:
         return (f"No noise floor measured on this run's machine ({machine}): a lead rests on its repeats "
                 f"alone, and a single repeat crowns nothing (`bench noise` measures one).")
@@ -394,7 +394,7 @@ def _floor_note(entry: dict | None, host: dict) -> str:
 
 def _ceiling_note(meta: dict) -> str:
     """The generator ceilings the run was flagged against (run.json, from `bench calibrate`)."""
-    from .calibrate import NEAR_CEILING
+    from .checks import NEAR_CEILING
     ceilings = meta.get("generator_ceilings") or {}
     if not ceilings:
         return ("No generator ceiling was calibrated on this run's machine: a cell near what its generator can "

@@ -82,7 +82,7 @@ def register(app: typer.Typer) -> None:
                           f"[{style}]{verdict}[/]" + (f" [yellow]⚠ {r['flags']}[/]" if r["flags"] else ""))
         console.print(table)
         counts = cmp["verdict"].value_counts()
-        source = f"the noise floor of {noise.machine_name(metas[0]['host'])}" if floor else "the repeats"
+        source = f"the noise floor of {noise.machine_key(metas[0]['host'])}" if floor else "the repeats"
         console.print(f"{len(cmp)} comparisons: {counts.get('worse', 0)} worse, {counts.get('better', 0)} better, "
                       f"{counts.get('~', 0)} within the noise (~), {counts.get('?', 0)} without a verdict (?). "
                       f"Two-sided Mann-Whitney U over the repeats, p adjusted by Holm-Bonferroni over the "

@@ -289,7 +289,7 @@ def _result_line(row: dict) -> str:
     def num(key: str, spec: str) -> str:
         """A figure, or a dash of the same width where the window had none (a ramp step nobody ran)."""
         value = row.get(key)
-        return format(value, spec) if value is not None and value == value else "–".rjust(int(spec.split(".")[0].lstrip(">") or 0))
+        return format(value, spec) if value is not None and value == value else "–".rjust(len(format(0.0, spec)))
     return (f"{row['target']:<34} {row['scenario']:<10} {level_label(row):<10} "
             f"{num('rps', '>10,.0f')} rps  p50 {num('latency_p50_ms', '7.2f')} ms  p99 {num('latency_p99_ms', '8.2f')} ms  "
             f"cpu {num('server_cpu_pct', '4.0f')}%  rss {num('server_peak_rss_mb', '5.0f')} MiB  "
@@ -358,12 +358,13 @@ def measure_cell(pipeline: Pipeline, started: Started, plan: Plan, base: dict, s
                            f"{started.server.log_path}:\n{log_tail(started.server.log_path)}") from None
     base = {**base, "warmup_s": warm.spent_s, "warmup_windows": len(warm.windows)}
     cores = cpu_count(s.loadgen_cpus)
+    ceiling = ceilings(loadgen_cpus=s.loadgen_cpus).get(p.driver)
     # Little's law ties rps and latency to the clients only in a closed loop of fixed size.
     closed = p.kind in ("throughput", "ramp")
 
     def flags(conc: int, r: drivers.LoadResult, smp) -> list[str]:
         return (cell_flags(conc, r, cores, alive, closed_loop=closed, loadgen_cpus_busy_pct=smp.loadgen_cpus_busy_pct,
-                           driver=p.driver)
+                           ceiling=ceiling)
                 + r.flags + ([] if warm.steady else ["not-steady"]))
 
     def window(r: drivers.LoadResult):
@@ -419,7 +420,7 @@ def _execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | No
                 "jdk": {"home": str(pipeline.jdk.home), "version": pipeline.jdk.version},
                 "tools": tool_versions(), "plan": plan.to_dict(), "warnings": [f"busy: {w}" for w in warnings_],
                 # what `bench calibrate` measured each generator to reach here: the near-generator-ceiling flag's bar
-                "generator_ceilings": ceilings(),
+                "generator_ceilings": ceilings(loadgen_cpus=s.loadgen_cpus),
                 "status": "running"}
         store.create(meta)
     done = store.done()

@@ -151,7 +151,7 @@ def test_the_sample_report_shows_why_a_level_is_inconclusive_and_that_no_noise_f
     winners = md.split("## Winners")[1].split("##")[0]
     # json at 256: quarkus (flagged not-steady) has the lower median p99 of the two
     assert "1 flagged cell did better: quarkus:reactive 13.8 ms [not-steady]" in winners
-    assert "No noise floor measured on this run's machine (vm, AMD EPYC, 2 cores)" in winners
+    assert "No noise floor measured on this run's machine (vm / AMD EPYC / 2 CPUs)" in winners
 
 
 def test_the_report_quotes_the_noise_floor_of_the_run_s_machine(run_dir, tmp_path):
@@ -162,7 +162,7 @@ def test_the_report_quotes_the_noise_floor_of_the_run_s_machine(run_dir, tmp_pat
     noise.record(aa.assign(driver="wrk", duration_s=10.0), {**meta, "run_id": "aa-run"}, root)
     _, md_path = report.build(run_dir.name, root)
     md = md_path.read_text()
-    assert "Noise floor on this run's machine (vm, AMD EPYC, 2 cores): rps CV 7.9%" in md
+    assert "Noise floor on this run's machine (vm / AMD EPYC / 2 CPUs): rps CV 7.9%" in md
     assert "(n=5, run aa-run: fixture:ok on json at 64 connections, wrk, 10 s windows" in md
     # +86 % on 2 + 2 repeats stays crowned against a 7.9 % floor
     assert "| redis | 256 | vertx:eventloop: +86% vs quarkus:reactive (95% CI" in md

@@ -73,6 +73,13 @@ def test_other_flags():
     assert "few-requests" in cell_flags(1, LoadResult(requests=5, duration_s=1, latency_mean=200), 1)
 
 
+def test_near_generator_ceiling_is_above_80_percent_of_the_calibrated_bar():
+    r = result(1000, 64.0)
+    assert "near-generator-ceiling" in cell_flags(64, r, 1, ceiling=1240)
+    assert "near-generator-ceiling" not in cell_flags(64, r, 1, ceiling=1260)
+    assert "near-generator-ceiling" not in cell_flags(64, r, 1, ceiling=None)   # not calibrated here
+
+
 @pytest.mark.parametrize("value,seconds", [("10s", 10), ("500ms", 0.5), ("2m", 120), ("3", 3), ("1.5s", 1.5)])
 def test_durations(value, seconds):
     assert options.duration(value, "--duration") == seconds
