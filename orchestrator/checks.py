@@ -9,7 +9,6 @@ import psutil
 from .drivers import LoadResult
 
 LITTLE_LOW, LITTLE_HIGH = 0.75, 1.25
-STEADY_TOLERANCE = 0.05   # two warm-up windows this close in rps: the JIT has settled
 LOADGEN_SATURATED = 0.90   # of the generator's CPUs: its own processes, or everything that ran there
 MIN_REQUESTS = 100
 NEAR_CEILING = 0.8         # of a generator's calibrated ceiling: above it the cell may measure the generator

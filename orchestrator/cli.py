@@ -152,8 +152,8 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
         rate: Optional[str] = typer.Option(None, "--rate", help="rate profile: arrivals per second, comma-separated."),
         requests: Optional[int] = typer.Option(None, "--requests", help="burst profile: requests per cell."),
         workers: Optional[int] = typer.Option(None, "--workers", help="ramp profile: Locust worker processes."),
-        warmup: Optional[str] = typer.Option(None, "--warmup", help="Warm-up window, repeated until the last three "
-                                             "agree on rps with no trend and the JIT is quiet; thrown away. 0s: none."),
+        warmup: Optional[str] = typer.Option(None, "--warmup", help="Warm-up window, repeated until the last four "
+                                             "show no climb in rps and the JIT is quiet; thrown away. 0s: none."),
         warmup_max: Optional[str] = typer.Option(None, "--warmup-max", help="Give up warming up after this long "
                                                  "(the cell is flagged not-steady)."),
         duration: Optional[str] = typer.Option(None, "--duration", "-d", help="Measured window per cell."),
