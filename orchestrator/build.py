@@ -12,6 +12,7 @@ import psutil
 from .catalog import Framework
 from .errors import TargetFailed
 from .jdk import Jdk
+from .parity import VERSIONS_FILE, versions_command
 from .procs import log_tail
 
 IGNORED_DIRS = {"target", "build", ".gradle", ".idea", "node_modules", "__pycache__"}
@@ -55,6 +56,15 @@ def _kotlin_daemons() -> set[int]:
     return pids
 
 
+def _write_versions(fw: Framework, env: dict, log_path: Path) -> None:
+    """The versions Maven resolved, for the parity table. A failure costs that table its library
+    columns (the build log says why), not the build."""
+    versions = versions_command(fw)
+    if versions:
+        with open(log_path, "ab") as log:
+            subprocess.run(versions, cwd=fw.path, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+
+
 def build(fw: Framework, jdk: Jdk, log_path: Path, force: bool = False) -> tuple[Path, float | None]:
     """Build fw unless its artifact is current; returns (artifact, seconds spent or None if skipped).
 
@@ -62,10 +72,12 @@ def build(fw: Framework, jdk: Jdk, log_path: Path, force: bool = False) -> tuple
     A Kotlin compile daemon started by the build is killed: left running it would hold memory and
     CPU and falsify every measurement after it.
     """
-    if not force and is_current(fw, jdk):
-        return fw.artifact_path, None
     log_path.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "JAVA_HOME": str(jdk.home), "PATH": f"{jdk.home}/bin{os.pathsep}{os.environ.get('PATH', '')}"}
+    if not force and is_current(fw, jdk):
+        if not (fw.path / VERSIONS_FILE).exists():   # built before the versions were kept
+            _write_versions(fw, env, log_path)
+        return fw.artifact_path, None
     daemons_before = _kotlin_daemons()
     started = time.monotonic()
     try:
@@ -77,10 +89,11 @@ def build(fw: Framework, jdk: Jdk, log_path: Path, force: bool = False) -> tuple
     finally:
         for pid in _kotlin_daemons() - daemons_before:
             psutil.Process(pid).kill()
-    elapsed = time.monotonic() - started
     if rc != 0:
         raise TargetFailed(f"build of {fw.name} failed (exit {rc}); last lines of {log_path}:\n{log_tail(log_path)}")
     if not fw.artifact_path.exists():
         raise TargetFailed(f"build of {fw.name} succeeded but left no artifact at {fw.artifact_path}")
+    _write_versions(fw, env, log_path)
+    elapsed = time.monotonic() - started
     _stamp(fw).write_text(source_hash(fw, jdk))
     return fw.artifact_path, elapsed

@@ -14,8 +14,16 @@ from .scenarios import MANIFEST_SCENARIOS
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 PLACEHOLDERS = {"{java}", "{jvm_opts}", "{artifact}"}
 TOP_KEYS = {"name", "description", "language", "server", "health_path", "scenarios", "backend",
-            "build", "start", "variants"}
-VARIANT_KEYS = {"description", "default", "env", "properties", "jvm_opts", "threads"}
+            "build", "start", "variants", "parity"}
+VARIANT_KEYS = {"description", "default", "env", "properties", "jvm_opts", "threads", "parity"}
+# What a manifest's `parity` table declares (a variant's own table overrides the framework's): the
+# limits that its code and configuration set, shown in the parity table beside the results.
+PARITY_FIELDS = {
+    "redis": "Redis client, commands in flight",
+    "db": "database pool, statements in flight",
+    "keep_alive": "requests per keep-alive connection",
+    "backlog": "accept backlog",
+}
 
 
 @dataclass(frozen=True)
@@ -27,6 +35,7 @@ class Variant:
     properties: dict[str, str] = field(default_factory=dict)
     jvm_opts: tuple[str, ...] = ()
     threads: dict[str, str] = field(default_factory=dict)
+    parity: dict[str, str] = field(default_factory=dict)
 
     def thread_pattern(self, scenario: str) -> str | None:
         return self.threads.get(scenario, self.threads.get("*"))
@@ -46,6 +55,7 @@ class Framework:
     start_command: tuple[str, ...]
     variants: dict[str, Variant]
     backend: str | None = None
+    parity: dict[str, str] = field(default_factory=dict)
 
     @property
     def default_variant(self) -> Variant:
@@ -109,6 +119,14 @@ class _Fields:
         return _Fields(self.path, self.get(key, dict), f"{self.prefix}{key}.")
 
 
+def _parity(f: _Fields) -> dict[str, str]:
+    declared = f.str_map("parity")
+    for key in declared:
+        if key not in PARITY_FIELDS:
+            f.fail(f"parity.{key}", f"unknown field (allowed: {', '.join(PARITY_FIELDS)})")
+    return declared
+
+
 def _relative(f: _Fields, key: str) -> str:
     value = f.get(key, str)
     if Path(value).is_absolute() or ".." in Path(value).parts:
@@ -131,7 +149,7 @@ def _variant(f: _Fields, name: str, scenarios: tuple[str, ...]) -> Variant:
             v.fail(f"threads.{key}", f"not a regular expression: {e}")
     return Variant(name=name, description=v.get("description", str), default=v.get("default", bool, False),
                    env=v.str_map("env"), properties=v.str_map("properties"),
-                   jvm_opts=v.str_list("jvm_opts", (), nonempty=False), threads=threads)
+                   jvm_opts=v.str_list("jvm_opts", (), nonempty=False), threads=threads, parity=_parity(v))
 
 
 def load_manifest(path: Path) -> Framework:
@@ -174,7 +192,7 @@ def load_manifest(path: Path) -> Framework:
         name=name, path=path.parent.resolve(), description=f.get("description", str),
         language=f.get("language", str), server=f.get("server", str), health_path=health,
         scenarios=scenarios, build_command=build.str_list("command"), artifact=_relative(build, "artifact"),
-        start_command=start_command, variants=variants, backend=backend)
+        start_command=start_command, variants=variants, backend=backend, parity=_parity(f))
 
 
 def discover(root: Path = FRAMEWORKS_DIR) -> dict[str, Framework]:

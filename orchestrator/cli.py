@@ -91,6 +91,32 @@ def build(framework: Optional[str] = FrameworkOpt,
         raise typer.Exit(1)
 
 
+@app.command("parity")
+def parity_cmd(run: Optional[str] = typer.Argument(None, help="A run id or folder: its targets, with their thread "
+                                                    "pools after load (default: the targets, built as needed)."),
+               framework: Optional[str] = FrameworkOpt, variant: Optional[str] = VariantOpt,
+               results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir")) -> None:
+    """What each target runs with: declared pools, keep-alive and backlog, resolved library versions; with a
+    run, also its threads by pool after load and its GC. Columns that differ are marked ≠."""
+    from . import parity
+    if run:
+        meta = results.RunStore(results.find_run(run, results_dir)).meta()
+        entries = meta.get("parity") or {}
+        if not entries:
+            raise UsageError(f"run {run} has no parity table (it was made before runs recorded one)")
+    else:
+        targets = _targets(framework, variant)
+        pipeline = runner.Pipeline(runner.Settings(), RESULTS_DIR / "builds", console)
+        pipeline.build_all(targets)
+        entries = {t.id: parity.record(t) for t in targets if t.framework.name not in pipeline.build_failures}
+    m = parity.matrix(parity.table(entries))
+    table = Table(*m.columns, box=box.SIMPLE_HEAD)
+    for _, row in m.iterrows():
+        table.add_row(*[str(v) for v in row])
+    console.print(table)
+    console.print("≠: the targets differ in this property")
+
+
 @app.command("verify")
 def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = VariantOpt,
                server_cpus: str = ServerCpus, loadgen_cpus: str = LoadgenCpus, heap: str = HeapOpt,

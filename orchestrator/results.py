@@ -55,6 +55,13 @@ SCHEMA = pa.schema([
     ("loadgen_cpu_pct", pa.float64()),        # the generator's own processes, in % of one CPU
     ("loadgen_cpus_busy_pct", pa.float64()),  # everything that ran on the load-generator CPUs, in % of them
     ("littles_ratio", pa.float64()), ("flags", pa.string()),
+    # What the backends and the kernel counted in the window (evidence.py): Redis commands and MariaDB
+    # statements by kind per request (the contract: one MGET, one SELECT or one INSERT), the peaks of
+    # Redis clients, database connections and statements running at once, and TCP counters
+    ("redis_commands_per_request", pa.float64()), ("db_selects_per_request", pa.float64()),
+    ("db_inserts_per_request", pa.float64()), ("db_prepares_per_request", pa.float64()),
+    ("redis_peak_clients", pa.int64()), ("db_peak_connections", pa.int64()), ("db_peak_running", pa.int64()),
+    ("tcp_listen_overflows", pa.int64()), ("tcp_listen_drops", pa.int64()), ("tcp_retransmits", pa.int64()),
     ("heap", pa.string()), ("server_cpus", pa.string()), ("loadgen_cpus", pa.string()),
 ])
 COLUMNS = SCHEMA.names

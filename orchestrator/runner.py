@@ -19,16 +19,17 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from . import infra as infra_mod
-from . import RESULTS_DIR, drivers, runtimes
+from . import RESULTS_DIR, drivers, parity, runtimes
 from .build import build
 from .calibrate import ceilings
 from .catalog import Framework, Target, discover, resolve
 from .checks import busy_processes, cell_flags, littles_law_ratio
 from .errors import BenchError, TargetFailed, UsageError
+from .evidence import Probe, off_contract
 from .hostinfo import git_commit, host_info, tool_versions
 from .httpclient import request
 from .jdk import Jdk, find_jdk
-from .jvm import cpu_count, jvm_options, parse_cpus
+from .jvm import cpu_count, jvm_options, parse_cpus, read_counters
 from .profiles import Profile
 from .procs import ensure_port_free, log_tail, public_listeners
 from .results import RunStore, new_run_id
@@ -315,6 +316,7 @@ def _measured_row(base: dict, r: drivers.LoadResult, smp: ServerSample, flags: l
         "loadgen_cpus_busy_pct": smp.loadgen_cpus_busy_pct,
         "co_corrected_mean_ms": _or_none(r.co_corrected_mean), "co_corrected_p99_ms": _or_none(r.co_corrected_p99),
         "littles_ratio": littles_law_ratio(base["concurrency"], r), "flags": ",".join(flags),
+        **(smp.evidence.per_request(r.requests) if smp.evidence else {}),
     }
 
 
@@ -329,7 +331,7 @@ def load_dir(pipeline: Pipeline, target_id: str, repeat: int) -> Path:
 
 
 def measure_cell(pipeline: Pipeline, started: Started, plan: Plan, base: dict, scenario: str,
-                 concurrency: int, rate: float | None) -> tuple[list[dict], list[dict]]:
+                 concurrency: int, rate: float | None, infra=None) -> tuple[list[dict], list[dict]]:
     """Warm up, drive the profile's load while sampling the server, check the server still answers;
     returns the measurement rows (one; a ramp: one per step) and the per-second series (ramp).
 
@@ -344,7 +346,7 @@ def measure_cell(pipeline: Pipeline, started: Started, plan: Plan, base: dict, s
     warm = warm_up(p.warmup_s, p.warmup_max_s, spec, started.server.pid)
     load = replace(spec, concurrency=concurrency, duration_s=p.duration_s, requests=p.requests, rate=rate,
                    ramp=p.ramp, out_dir=out_dir)
-    with Sampler(started.server, s.loadgen_cpus) as sampler:
+    with Sampler(started.server, s.loadgen_cpus, probe=Probe(infra) if infra else None) as sampler:
         result = drivers.get(p.driver).run(load)
     alive = started.server.exit_code() is None
     if not alive:
@@ -363,9 +365,10 @@ def measure_cell(pipeline: Pipeline, started: Started, plan: Plan, base: dict, s
     closed = p.kind in ("throughput", "ramp")
 
     def flags(conc: int, r: drivers.LoadResult, smp) -> list[str]:
+        backends = off_contract(SCENARIOS[scenario], smp.evidence.per_request(r.requests)) if smp.evidence else []
         return (cell_flags(conc, r, cores, alive, closed_loop=closed, loadgen_cpus_busy_pct=smp.loadgen_cpus_busy_pct,
                            ceiling=ceiling)
-                + r.flags + ([] if warm.steady else ["not-steady"]))
+                + backends + r.flags + ([] if warm.steady else ["not-steady"]))
 
     def window(r: drivers.LoadResult):
         return sampler.window(r.started_at, r.started_at + r.duration_s)
@@ -430,6 +433,9 @@ def _execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | No
     try:
         pipeline.build_all(targets)
         meta["builds"] = {k: v for k, v in pipeline.build_times.items()}
+        # what each target runs with (parity.py); its threads after load are added as it finishes
+        meta["parity"] = {t.id: {**parity.record(t), "heap": s.heap, **meta.get("parity", {}).get(t.id, {})}
+                          for t in targets}
         store.write_meta(meta)
         # From here on the orchestrator (its sampler, its parsing of generator files) runs where the
         # load runs, never on a server CPU; builds above still had every CPU.
@@ -455,6 +461,8 @@ def _execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | No
         raise
     finally:
         meta["finished_at"] = dt.datetime.now().isoformat(timespec="seconds")
+        # each finished target added its threads to the stored parity table (observe, in _run_target)
+        meta["parity"] = store.meta().get("parity") or meta.get("parity", {})
         store.write_meta(meta)
 
 
@@ -515,16 +523,16 @@ def _run_target(pipeline: Pipeline, plan: Plan, store: RunStore, infra: list, ta
 
     def measure_cells(cells, started: Started | None) -> int:
         """Measure the cells on one started JVM; a target that dies fails the rest of them."""
-        failed = 0
+        failed, i = 0, 0
         try:
-            i = 0
             while started and i < len(cells):
                 cell = cells[i]
                 scenario, conc, rate = cell
                 progress.update(task, description=f"{target.id} {scenario} " + (f"{rate:g}/s" if rate else f"c={conc}"))
                 series: list[dict] = []
                 try:
-                    rows, series = measure_cell(pipeline, started, plan, base(scenario, started), scenario, conc, rate)
+                    rows, series = measure_cell(pipeline, started, plan, base(scenario, started), scenario, conc, rate,
+                                                infra[0])
                 except TargetFailed as e:
                     failed += fail_rest(cells[i:], e.reason, started)
                     break
@@ -540,10 +548,23 @@ def _run_target(pipeline: Pipeline, plan: Plan, store: RunStore, infra: list, ta
                     started.stop()
                     started, lost = start_and_verify(cells[i:])
                     failed += lost
+            if started and i:
+                observe(started)   # not on Ctrl-C: stopping comes first
         finally:
             if started:
                 started.stop()
         return failed
+
+    def observe(started: Started) -> None:
+        """The JVM's thread pools and collector after its load, into run.json's parity table."""
+        pools = parity.observe_threads(pipeline.jdk.home / "bin" / "jcmd", started.server.pid)
+        counters = read_counters(started.server.pid)
+        meta = store.meta()
+        entry = meta.setdefault("parity", {}).setdefault(target.id, {})
+        entry["threads"] = parity.merge_pools(entry.get("threads", {}), pools)
+        if counters:
+            entry["gc"] = counters.collector
+        store.write_meta(meta)
 
     failed = 0
     # One JVM for all the target's cells, or one per scenario; the db table goes back to its seed

@@ -5,7 +5,8 @@ generator's start-up, its window, its drain), and keeps every poll. The figures 
 are then taken over exactly the generator's own window (its start and length, which each driver
 reports), so that a generator's set-up, a warm-up's stragglers or a CSV being parsed never count:
 CPU seconds interpolated at the window's edges, RSS and threads the peaks of the polls inside it,
-GC and JIT compilation from the JVM's counters, and the busy share of the load-generator CPUs from /proc/stat.
+GC and JIT compilation from the JVM's counters, the busy share of the load-generator CPUs from /proc/stat,
+and, with a probe, what Redis, MariaDB and the kernel counted (evidence.py).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from .evidence import COUNTERS, Evidence, Probe, Reading
 from .jvm import parse_cpus, read_counters
 from .runtimes import Server
 
@@ -31,6 +33,7 @@ class ServerSample:
     collector: str = ""
     jit_time_s: float | None = None
     loadgen_cpus_busy_pct: float | None = None   # everything that ran on the load-generator CPUs
+    evidence: Evidence | None = None             # the backends' and the kernel's counts (with a probe)
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class Point:
     jit_time_s: float | None
     cpus_busy: int
     cpus_total: int
+    backends: Reading | None = None
 
 
 def cpu_ticks(cpus: set[int]) -> tuple[int, int]:
@@ -76,12 +80,18 @@ def _at(points: list[Point], t: float, value) -> float:
     return value(a) + (value(b) - value(a)) * (t - a.epoch_s) / (b.epoch_s - a.epoch_s)
 
 
+def _inside(points: list[Point], t0: float, t1: float) -> list[Point]:
+    """The polls within [t0, t1], or the one nearest its end when the window fell between two polls."""
+    return [p for p in points if t0 <= p.epoch_s <= t1] or [min(points, key=lambda p: abs(p.epoch_s - t1))]
+
+
 class Sampler:
     """Context manager: polls the server and the load-generator CPUs for as long as it is open;
     window(t0, t1) gives the figures of any part of that time."""
 
-    def __init__(self, server: Server, loadgen_cpus: str = "0"):
+    def __init__(self, server: Server, loadgen_cpus: str = "0", probe: Probe | None = None):
         self.server = server
+        self.probe = probe
         self.cpus = parse_cpus(loadgen_cpus)
         self.timeline: list[Point] = []
         self.collector = ""
@@ -98,7 +108,8 @@ class Sampler:
         busy, total = cpu_ticks(self.cpus)
         self.timeline.append(Point(time.time(), u.cpu_s, u.rss_bytes, max(u.threads, gc.threads if gc else 0),
                                    u.container_mem_bytes, gc.gc_count if gc else None,
-                                   gc.gc_time_s if gc else None, gc.jit_time_s if gc else None, busy, total))
+                                   gc.gc_time_s if gc else None, gc.jit_time_s if gc else None, busy, total,
+                                   self.probe.read() if self.probe else None))
 
     def _loop(self) -> None:
         while not self._stop.wait(INTERVAL_S):
@@ -113,6 +124,8 @@ class Sampler:
         self._stop.set()
         self._thread.join()
         self._poll()
+        if self.probe:
+            self.probe.close()
 
     def window(self, t0: float, t1: float) -> ServerSample:
         """The figures between epoch seconds t0 and t1. Counters (CPU, GC, CPU ticks) are differences
@@ -122,7 +135,7 @@ class Sampler:
         if not points:
             return out
         out.cpu_s = _at(points, t1, lambda p: p.cpu_s) - _at(points, t0, lambda p: p.cpu_s)
-        inside = [p for p in points if t0 <= p.epoch_s <= t1] or [min(points, key=lambda p: abs(p.epoch_s - t1))]
+        inside = _inside(points, t0, t1)
         out.peak_rss_bytes = max(p.rss_bytes for p in inside)
         out.peak_threads = max(p.threads for p in inside)
         mem = [p.container_mem_bytes for p in inside if p.container_mem_bytes is not None]
@@ -138,4 +151,24 @@ class Sampler:
         if total > 0:
             busy = _at(points, t1, lambda p: p.cpus_busy) - _at(points, t0, lambda p: p.cpus_busy)
             out.loadgen_cpus_busy_pct = 100.0 * busy / total
+        if self.probe:
+            out.evidence = _evidence([p for p in points if p.backends], t0, t1)
         return out
+
+
+def _evidence(points: list[Point], t0: float, t1: float) -> Evidence:
+    """Counters as differences at the window's edges; gauges as the peaks of the polls inside it.
+    A counter some poll could not read (its backend was down) has no figure."""
+    out = Evidence()
+    if not points:
+        return out
+    for name in COUNTERS:
+        if all(name in p.backends.counters for p in points):
+            setattr(out, name, max(0.0, _at(points, t1, lambda p: p.backends.counters[name])
+                                   - _at(points, t0, lambda p: p.backends.counters[name])))
+    inside = _inside(points, t0, t1)
+    for field, gauge in (("redis_peak_clients", "redis_clients"), ("db_peak_connections", "db_connections"),
+                         ("db_peak_running", "db_running")):
+        values = [getattr(p.backends, gauge) for p in inside if getattr(p.backends, gauge) is not None]
+        setattr(out, field, max(values) if values else None)
+    return out

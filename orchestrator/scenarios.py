@@ -27,6 +27,9 @@ class Scenario:
     body: bytes | None = None      # request body
     headers: dict[str, str] = field(default_factory=dict)
     endpoint: str = ""             # the manifest scenario whose endpoint this one loads ("": its own)
+    # The backend work of one request (evidence.py counts it under load): redis_commands, db_selects,
+    # db_inserts; anything not named is none.
+    backend_work: dict[str, int] = field(default_factory=dict)
 
     @property
     def served_as(self) -> str:
@@ -48,10 +51,11 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     # The ramp study's "sleep 1 s": the same endpoint, ten times as long.
     Scenario("sleep-1s", "GET", "/sleep?ms=1000", 200, "application/json", {"sleptMs": 1000}, endpoint="sleep"),
     Scenario("cpu", "GET", "/cpu?n=20000", 200, "application/json", {"n": 20000, "primes": 2262}),
-    Scenario("redis", "GET", "/redis", 200, "application/json", list(REDIS_SEED.values())),
-    Scenario("db-read", "GET", "/db?id=42", 200, "application/json", seeded_row(42)),
+    Scenario("redis", "GET", "/redis", 200, "application/json", list(REDIS_SEED.values()),
+             backend_work={"redis_commands": 1}),
+    Scenario("db-read", "GET", "/db?id=42", 200, "application/json", seeded_row(42), backend_work={"db_selects": 1}),
     Scenario("db-write", "POST", "/db", 201, "application/json", None,
-             body=b'{"name":"bench-write","price":1.5}', headers=_JSON_BODY),
+             body=b'{"name":"bench-write","price":1.5}', headers=_JSON_BODY, backend_work={"db_inserts": 1}),
     Scenario("proxy", "GET", "/proxy/sleep?ms=100", 200, "application/json", {"sleptMs": 100}),
     Scenario("proxy-json", "GET", "/proxy/json", 200, "application/json", {"message": HELLO}),
 ]}

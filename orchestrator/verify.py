@@ -121,13 +121,15 @@ def verify(target: Target, port: int) -> Verification:
             continue
         v.failures += [f"{name}: {p}" for p in problems]
         v.headers[name] = {h: r.header(h) for h in ("date", "server") if r.header(h)}
-        thread = r.header("x-thread")
+        # a gateway names its own thread apart: the backend's X-Thread passes through it unchanged
+        header = "X-Gateway-Thread" if target.framework.backend else "X-Thread"
+        thread = r.header(header.lower())
         if thread:
             v.threads[name] = thread
         pattern = target.variant.thread_pattern(name)
         if pattern and not problems:
             if not thread:
-                v.failures.append(f"{name}: no X-Thread header in answer to X-Report-Thread")
+                v.failures.append(f"{name}: no {header} header in answer to X-Report-Thread")
             elif not re.search(pattern, thread):
                 v.failures.append(f"{name}: served by thread '{thread}', which does not match "
                                   f"the variant's thread model /{pattern}/")

@@ -20,9 +20,15 @@ def test_framework_verifies(framework):
 
 
 def test_every_variant_declares_its_thread_model():
-    for fw in discover().values():
-        if fw.backend:
-            continue  # a gateway's work happens in its backend
+    for fw in discover().values():   # a gateway's patterns match its own thread (X-Gateway-Thread)
         for v in fw.variants.values():
             assert v.threads.get("*") or all(v.threads.get(s) for s in fw.scenarios), \
                 f"{fw.name}:{v.name} does not say which threads serve it"
+
+
+def test_every_target_declares_its_limits_for_the_parity_table():
+    from orchestrator.catalog import PARITY_FIELDS
+    for fw in discover().values():
+        for v in fw.variants.values():
+            declared = {**fw.parity, **v.parity}
+            assert set(declared) == set(PARITY_FIELDS), f"{fw.name}:{v.name} declares {sorted(declared)}"

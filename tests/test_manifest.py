@@ -76,6 +76,9 @@ BAD = [
     (lambda t: 'health_path = "ping"\n' + t, "health_path"),
     (lambda t: 'backend = "spring"\n' + t, "backend"),
     (lambda t: t.replace('[start]', '[start'), "-"),
+    (lambda t: t.replace('[build]', '[parity]\nspeed = "fast"\n\n[build]'), "parity.speed"),
+    (lambda t: t.replace('[build]', '[parity]\nredis = 6\n\n[build]'), "parity.redis"),
+    (lambda t: t.replace('[variants.two]', '[variants.two]\nparity = { colour = "red" }'), "variants.two.parity.colour"),
 ]
 
 

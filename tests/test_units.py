@@ -10,7 +10,9 @@ from orchestrator.checks import cell_flags, littles_law_holds, littles_law_ratio
 from orchestrator.drivers.base import LoadResult
 from orchestrator.drivers.wrk import lua_string, parse_summary
 from orchestrator.errors import UsageError
+from orchestrator.evidence import Evidence
 from orchestrator.jvm import cpu_count
+from orchestrator.scenarios import SCENARIOS
 from orchestrator.verify import same_json
 
 WRK_DOC = {"requests": 123456, "duration_us": 10_000_000, "bytes": 9_876_543, "connect": 0, "read": 2,
@@ -146,7 +148,7 @@ def test_a_jvm_still_compiling_is_not_steady():
 def test_the_measured_window_is_cut_out_of_the_polls():
     from orchestrator.sampling import Point, Sampler
     s = Sampler.__new__(Sampler)
-    s.collector = "Serial"
+    s.collector, s.probe = "Serial", None
     # CPU grows 0.5 s per s; GC count steps once; CPU 0 busy 50 of 100 ticks per s
     s.timeline = [Point(t, 0.5 * t, 100 + t, 10 + t, None, t // 2, 0.01 * (t // 2), 0.0, 50 * t, 100 * t)
                   for t in range(0, 11)]
@@ -154,3 +156,29 @@ def test_the_measured_window_is_cut_out_of_the_polls():
     assert abs(w.cpu_s - 2.5) < 1e-9 and w.wall_s == 5
     assert w.peak_rss_bytes == 107 and w.peak_threads == 17     # the polls inside, not the lifetime
     assert w.gc_count == 4 - 1 and abs(w.loadgen_cpus_busy_pct - 50) < 1e-9
+
+
+def test_backend_evidence_is_cut_out_of_the_polls_and_checked_against_the_contract():
+    from orchestrator.evidence import Reading, off_contract
+    from orchestrator.sampling import Point, Sampler
+    s = Sampler.__new__(Sampler)
+    s.collector, s.probe = "Serial", object()
+    # 1,000 MGETs and 2,000 SELECTs per s; 3 clients, then 9 at t=5; one listen overflow at t=6
+    s.timeline = [Point(t, 0, 0, 0, None, None, None, None, 0, 0,
+                        Reading({"redis_commands": 1000.0 * t, "db_selects": 2000.0 * t, "db_inserts": 0.0,
+                                 "db_prepares": 0.0, "tcp_listen_overflows": float(t >= 6),
+                                 "tcp_listen_drops": 0.0, "tcp_retransmits": 0.0},
+                                redis_clients=9 if t == 5 else 3, db_connections=16, db_running=2))
+                  for t in range(0, 11)]
+    e = s.window(2.5, 7.5).evidence
+    assert e.redis_commands == pytest.approx(5000) and e.db_selects == pytest.approx(10000)
+    assert e.redis_peak_clients == 9 and e.db_peak_connections == 16 and e.db_peak_running == 2
+    row = e.per_request(5000)
+    assert row["redis_commands_per_request"] == pytest.approx(1.0) and row["db_selects_per_request"] == pytest.approx(2.0)
+    assert row["tcp_listen_overflows"] == 1
+    # one MGET per request is the redis contract; the SELECTs and the overflow are not
+    assert off_contract(SCENARIOS["redis"], row) == ["db-statements-off-contract", "listen-queue-overflow"]
+    assert off_contract(SCENARIOS["db-read"], {**row, "redis_commands_per_request": 0.0,
+                                               "db_selects_per_request": 1.1, "tcp_listen_overflows": 0}) == []
+    # a backend the probe could not read has no figure, and no flag
+    assert off_contract(SCENARIOS["db-write"], Evidence().per_request(5000)) == []

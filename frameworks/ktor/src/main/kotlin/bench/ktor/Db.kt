@@ -27,6 +27,9 @@ class ItemRepository(settings: Settings) : AutoCloseable {
                     .build()
             )
         )
+            // r2dbc-pool opens 10 at start by default; every other target's pool starts (or, as
+            // Hikari, fills) at DB_POOL_SIZE: a fixed-size pool, the same for all.
+            .initialSize(settings.dbPoolSize)
             .maxSize(settings.dbPoolSize)
             .build()
     )

@@ -1,0 +1,52 @@
+"""What Redis, MariaDB and the kernel counted in each cell, on a real framework under real load:
+one MGET, one SELECT or one INSERT per request, and nothing for a scenario that touches no backend."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from conftest import PORTS, bench
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    results_dir = tmp_path_factory.mktemp("results")
+    r = bench("run", "-f", "vertx:eventloop", "-s", "json,redis,db-read,db-write", "-c", "16", "--warmup", "1s",
+              "--warmup-max", "2s", "-d", "3s", "--results-dir", str(results_dir), *PORTS, frameworks=None)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    return next(results_dir.iterdir())
+
+
+@pytest.fixture(scope="module")
+def cells(run_dir) -> pd.DataFrame:
+    return pd.read_parquet(run_dir / "measurements.parquet").set_index("scenario")
+
+
+@pytest.mark.parametrize("scenario,redis,selects,inserts", [
+    ("json", 0, 0, 0), ("redis", 1, 0, 0), ("db-read", 0, 1, 0), ("db-write", 0, 0, 1)])
+def test_each_request_did_the_contract_s_backend_work(cells, scenario, redis, selects, inserts):
+    row = cells.loc[scenario]
+    assert row["requests"] > 1000
+    # a window's edges blur the count by a few requests; a second statement per request would be +1
+    assert row["redis_commands_per_request"] == pytest.approx(redis, abs=0.05)
+    assert row["db_selects_per_request"] == pytest.approx(selects, abs=0.05)
+    assert row["db_inserts_per_request"] == pytest.approx(inserts, abs=0.05)
+    assert row["db_prepares_per_request"] < 0.05          # Vert.x caches its prepared statements
+    assert "off-contract" not in row["flags"]
+
+
+def test_the_peaks_stay_within_the_pools(cells):
+    db = cells.loc["db-read"]
+    # 16 connections of load, a pool of DB_POOL_SIZE = 16: never more statements running at once
+    assert 1 <= db["db_peak_running"] <= 16 and 1 <= db["db_peak_connections"] <= 16
+    assert cells.loc["redis", "redis_peak_clients"] >= 1
+    assert (cells[["tcp_listen_overflows", "tcp_listen_drops"]] == 0).all().all()
+    assert cells["tcp_retransmits"].notna().all()
+
+
+def test_the_report_shows_the_counts_beside_the_figures(run_dir):
+    r = bench("report", str(run_dir), "--results-dir", str(run_dir.parent))
+    assert r.returncode == 0, r.stdout + r.stderr
+    md = (run_dir / "report.md").read_text()
+    section = md.split("db-read: what the backends and the kernel counted")[1].split("##")[0]
+    assert "SELECTs / req" in section and "| vertx:eventloop | 16 |" in section
