@@ -438,7 +438,7 @@ def parity_blocks(meta: dict) -> list[tuple]:
             ("p", "Declared in each framework.toml (pools, keep-alive, backlog), resolved by Maven for the build "
                   "(library versions), and observed after each target's load (`jcmd Thread.print`: platform "
                   "threads by pool, the largest first; GC and heap). Properties marked ≠ differ between targets: "
-                  + (", ".join(diff) if diff else "none") + "."),
+                  + ("; ".join(diff) if diff else "none") + "."),
             ("table", matrix(t))]
 
 
