@@ -88,10 +88,8 @@ def test_a_k6_rate_cell_that_dropped_nothing_is_not_flagged(fixture_server, tmp_
     assert r.duration_s == 3 and 0.97 * 200 <= r.rps <= 1.03 * 200, r
 
 
-def redis_benchmark_on_cpu0(port: int):
-    """A Redis and a redis-benchmark hammering it, both on CPU 0 (the generator's CPU)."""
-    data = Path(f"/tmp/bench-test-redis-{port}")
-    data.mkdir(exist_ok=True)
+def redis_benchmark_on_cpu0(port: int, data: Path):
+    """A Redis and a redis-benchmark hammering it, both on CPU 0 (the generator's CPU); data: its folder."""
     server = subprocess.Popen(["taskset", "-c", "0", shutil.which("redis-server") or "/usr/bin/redis-server",
                                "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                                "--dir", str(data)], stdout=subprocess.DEVNULL)
@@ -101,7 +99,7 @@ def redis_benchmark_on_cpu0(port: int):
     return server, client
 
 
-def test_a_busy_loadgen_cpu_flags_the_cell_and_files_are_kept_per_target(results_dir):
+def test_a_busy_loadgen_cpu_flags_the_cell_and_files_are_kept_per_target(results_dir, tmp_path):
     # ports of its own: other tests' runs may hold the shared ones
     args = ["run", "--port", "29580", "--redis-port", "29579", "--db-port", "29506", "-f", "fixture:ok", "-s", "sleep", "-c", "8", "-d", "3s", "--warmup", "1s",
             "--warmup-max", "3s", "--results-dir", str(results_dir)]
@@ -114,7 +112,7 @@ def test_a_busy_loadgen_cpu_flags_the_cell_and_files_are_kept_per_target(results
         out.append(line)
         if line.startswith("started fixture:ok"):
             break
-    server, client = redis_benchmark_on_cpu0(29390)
+    server, client = redis_benchmark_on_cpu0(29390, tmp_path)
     try:
         out.append(run.communicate(timeout=300)[0])
     finally:
