@@ -6,7 +6,7 @@ publish a cold JVM. Two windows that agree are not enough either: a slow climb p
 A target is steady when, over the last STEADY_WINDOWS windows,
   - rps no longer climbs: the least-squares slope is at most CLIMB of their median per window (a JIT
     still at work climbs by 20-50 % a window here; windows of a warmed-up JVM scatter by about 5 %
-    at 500 connections, so a rule on the spread of a few windows, as before, called one in three
+    at 500 connections, so a rule on the spread of a few windows, as before, called 4 of 15
     warmed-up JVMs not steady, while a slope over four windows has a noise of about 2 %),
   - the JIT compilers were quiet in the last one (compiling at most JIT_QUIET of its time, read from
     the JVM's own counters; a JVM still compiling is still getting faster).
