@@ -66,20 +66,16 @@ class Probe:
         self._redis = self._db = None
 
     def _redis_reading(self, counters: dict) -> int | None:
-        import redis
         if self._redis is None:
-            self._redis = redis.Redis(host="127.0.0.1", port=self.infra.redis_port, password=self.infra.password,
-                                      socket_timeout=1)
+            self._redis = self.infra.redis_client(timeout=1)
         info = self._redis.info("commandstats", "clients")
         counters["redis_commands"] = float(sum(v["calls"] for k, v in info.items()
                                                if k.startswith("cmdstat_") and k[8:] not in REDIS_OWN))
         return int(info["connected_clients"]) - 1   # not the probe's own connection
 
     def _db_reading(self, counters: dict) -> tuple[int, int]:
-        import pymysql
         if self._db is None:
-            self._db = pymysql.connect(unix_socket=self.infra.socket, user="root", connect_timeout=1,
-                                       read_timeout=1, autocommit=True)
+            self._db = self.infra.db_root(timeout=1, read_timeout=1)
         names = (*DB_COUNTERS.values(), *DB_GAUGES)
         with self._db.cursor() as c:
             c.execute("SHOW GLOBAL STATUS WHERE Variable_name IN (" + ",".join(["%s"] * len(names)) + ")", names)

@@ -52,6 +52,18 @@ class Infra:
     def socket(self) -> str:
         return str(Path(self.data_dir) / "mariadb.sock")
 
+    def redis_client(self, timeout: float = 2.0):
+        """The orchestrator's own connection to Redis (seeding, sampling)."""
+        import redis
+        return redis.Redis(host="127.0.0.1", port=self.redis_port, password=self.password, socket_timeout=timeout)
+
+    def db_root(self, timeout: float = 2.0, read_timeout: float | None = None):
+        """The orchestrator's own connection to MariaDB: root, over the socket (seeding, resets, sampling).
+        No read timeout unless asked: a reset may delete every row a long db-write run added."""
+        import pymysql
+        return pymysql.connect(unix_socket=self.socket, user="root", connect_timeout=timeout, read_timeout=read_timeout,
+                               autocommit=True)
+
     def dead(self) -> list[str]:
         """Names of the servers that no longer run."""
         return [name for name, pid in self.pids.items() if not _alive(pid)]
@@ -150,10 +162,9 @@ def _start_redis(infra: Infra, launcher) -> None:
     exited = launcher.start("redis", [exe, str(conf)], log)
 
     def seeded():
-        import redis
         if exited():
             raise BenchError("redis-server exited")
-        r = redis.Redis(host="127.0.0.1", port=infra.redis_port, password=infra.password, socket_timeout=2)
+        r = infra.redis_client()
         r.mset(REDIS_SEED)
         r.close()
     _wait_for(seeded, "Redis", log, 20)
@@ -199,8 +210,7 @@ def _start_mariadb(infra: Infra, launcher) -> None:
 
 @contextlib.contextmanager
 def _root_cursor(infra: Infra):
-    import pymysql
-    conn = pymysql.connect(unix_socket=infra.socket, user="root", connect_timeout=2, autocommit=True)
+    conn = infra.db_root()
     try:
         with conn.cursor() as c:
             yield c
