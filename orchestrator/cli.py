@@ -41,6 +41,10 @@ DbPortOpt = typer.Option(13306, "--db-port", help="Port of the run's MariaDB.")
 RuntimeOpt = typer.Option("process", "--runtime", help="Where targets and infrastructure run: process or docker.")
 MemoryOpt = typer.Option("1g", "--memory", help="docker: the memory limit of a target's container (swap included).")
 OfflineOpt = typer.Option(False, "--offline", help="docker: never try to pull; bootstrap missing base images locally.")
+DbPoolOpt = typer.Option(16, "--db-pool-size", envvar="DB_POOL_SIZE", help="Database connections of every "
+                         "target, i.e. statements in flight (CONTRACT.md; default 16).")
+RedisPoolOpt = typer.Option(16, "--redis-pool-size", envvar="REDIS_POOL_SIZE", help="Redis connections of every "
+                            "pooled client, i.e. commands in flight (CONTRACT.md; default 16).")
 StartTimeoutOpt = typer.Option("120s", "--start-timeout", help="How long a target may take to answer its health path.")
 
 
@@ -52,7 +56,7 @@ def _targets(framework: Optional[str], variant: Optional[str]):
 
 
 def _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime="process", memory="1g",
-              offline=False, start_timeout="120s") -> runner.Settings:
+              offline=False, start_timeout="120s", db_pool_size=16, redis_pool_size=16) -> runner.Settings:
     from .runtimes import RUNTIMES
     if runtime not in RUNTIMES:
         raise UsageError(f"unknown runtime '{runtime}'; valid: {', '.join(RUNTIMES)}") from None
@@ -62,7 +66,9 @@ def _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtim
                            loadgen_cpus=options.cpu_list(loadgen_cpus or "0", "--loadgen-cpus"),
                            heap=options.heap(heap or "512m"), port=options.port(port, "--port"),
                            redis_port=options.port(redis_port, "--redis-port"),
-                           db_port=options.port(db_port, "--db-port"))
+                           db_port=options.port(db_port, "--db-port"),
+                           db_pool_size=options.pool_size(db_pool_size, "--db-pool-size"),
+                           redis_pool_size=options.pool_size(redis_pool_size, "--redis-pool-size"))
 
 
 @app.command("list")
@@ -108,7 +114,9 @@ def parity_cmd(run: Optional[str] = typer.Argument(None, help="A run id or folde
         targets = _targets(framework, variant)
         pipeline = runner.Pipeline(runner.Settings(), RESULTS_DIR / "builds", console)
         pipeline.build_all(targets)
-        entries = {t.id: parity.record(t) for t in targets if t.framework.name not in pipeline.build_failures}
+        settings = runner.Settings()
+        entries = {t.id: parity.record(t, runner.pool_env(settings, t)) for t in targets
+                   if t.framework.name not in pipeline.build_failures}
     m = parity.matrix(parity.table(entries))
     table = Table(*m.columns, box=box.SIMPLE_HEAD)
     for _, row in m.iterrows():
@@ -122,10 +130,11 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
                server_cpus: str = ServerCpus, loadgen_cpus: str = LoadgenCpus, heap: str = HeapOpt,
                port: int = PortOpt, redis_port: int = RedisPortOpt, db_port: int = DbPortOpt,
                runtime: str = RuntimeOpt, memory: str = MemoryOpt, offline: bool = OfflineOpt,
-               start_timeout: str = StartTimeoutOpt) -> None:
+               start_timeout: str = StartTimeoutOpt, db_pool_size: int = DbPoolOpt,
+               redis_pool_size: int = RedisPoolOpt) -> None:
     """Start each target and check every scenario against the contract (no load)."""
     settings = _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime, memory, offline,
-                         start_timeout)
+                         start_timeout, db_pool_size, redis_pool_size)
     targets = _targets(framework, variant)
     logs = RESULTS_DIR / "verify" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     pipeline = runner.Pipeline(settings, logs, console)
@@ -192,7 +201,7 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
         server_cpus: Optional[str] = ServerCpus, loadgen_cpus: Optional[str] = LoadgenCpus,
         heap: Optional[str] = HeapOpt, port: int = PortOpt, redis_port: int = RedisPortOpt,
         db_port: int = DbPortOpt, runtime: str = RuntimeOpt, memory: str = MemoryOpt, offline: bool = OfflineOpt,
-        start_timeout: str = StartTimeoutOpt,
+        start_timeout: str = StartTimeoutOpt, db_pool_size: int = DbPoolOpt, redis_pool_size: int = RedisPoolOpt,
         timeout: str = typer.Option("30s", "--timeout", help="Per-request timeout of the load generator."),
         results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir", help="Where run folders go.")) -> None:
     """Build, verify and measure targets under a load profile; every finished cell is stored at once."""
@@ -227,7 +236,7 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
             prof = profiles.load(profile)
         prof = _override(prof, concurrency, rate, requests, workers, warmup, warmup_max, duration, repeat)
         settings = _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime, memory, offline,
-                             start_timeout)
+                             start_timeout, db_pool_size, redis_pool_size)
         settings.request_timeout_s = options.duration(timeout, "--timeout")
         settings.fresh_jvm_per_scenario = bool(fresh_jvm_per_scenario)
         plan = runner.Plan(matrix=matrix, profile=prof, settings=settings, preset=preset)

@@ -32,6 +32,13 @@ def positive_ints(value: str, what: str, maximum: int = 100_000) -> list[int]:
     return out
 
 
+def pool_size(value: int, what: str, maximum: int = 1000) -> int:
+    """A connection pool's size: 1..maximum (MariaDB's max_connections bounds what is useful)."""
+    if not 1 <= value <= maximum:
+        raise UsageError(f"{what} must be from 1 to {maximum}, not {value}")
+    return value
+
+
 def cpu_list(value: str, what: str) -> str:
     """A taskset CPU list ('1', '0-1', '0,2') of CPUs this machine has."""
     if not re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", value or ""):

@@ -72,10 +72,21 @@ def libraries(fw) -> dict[str, str]:
     return out
 
 
-def record(target: Target) -> dict:
+def declared(target: Target, env: dict[str, str]) -> dict[str, str]:
+    """The framework's parity table with its variant's overrides, the `{DB_POOL_SIZE}`-style placeholders
+    filled in from the environment the target is started with: a pool shrunk by an override shows as such."""
+    out = {}
+    for key, text in {**target.framework.parity, **target.variant.parity}.items():
+        out[key] = _PLACEHOLDER.sub(lambda m: env.get(m.group(1), m.group(0)), text)
+    return out
+
+
+_PLACEHOLDER = re.compile(r"\{([A-Z_]+)\}")
+
+
+def record(target: Target, env: dict[str, str]) -> dict:
     """What run.json keeps of a target before it runs: its server, declared limits and libraries."""
-    return {"server": target.framework.server,
-            "declared": {**target.framework.parity, **target.variant.parity},
+    return {"server": target.framework.server, "declared": declared(target, env),
             "libraries": libraries(target.framework)}
 
 

@@ -52,7 +52,9 @@ class Settings:
     port: int = 8080
     redis_port: int = 16379
     db_port: int = 13306
+    # CONTRACT.md's limits on work in flight, the same for every target unless a variant's env says otherwise
     db_pool_size: int = 16
+    redis_pool_size: int = 16
     runtime: str = "process"
     memory: str = "1g"                 # docker runtime: the container's limit (swap included)
     offline: bool = False              # docker runtime: never try to pull base images
@@ -61,6 +63,12 @@ class Settings:
     # A fresh JVM for each scenario, not one per target: no scenario inherits the heap, threads, JIT
     # state or peak RSS of the ones before it (on in presets whose tables crown RSS or threads).
     fresh_jvm_per_scenario: bool = False
+
+
+def pool_env(s: Settings, target: Target) -> dict[str, str]:
+    """The run's pool limits with the variant's env on top: a variant whose point is another limit sets it
+    there (and its parity entry shows it); everything else gets the run's."""
+    return {"DB_POOL_SIZE": str(s.db_pool_size), "REDIS_POOL_SIZE": str(s.redis_pool_size), **target.variant.env}
 
 
 @dataclass
@@ -211,8 +219,7 @@ class Pipeline:
         s = self.settings
         spec = LaunchSpec(
             target=target, artifact=self.artifacts[fw.name], jvm_opts=jvm_options(target, s.heap, cpus),
-            env={**env, **target.variant.env, "PORT": str(port), "BIND_ADDRESS": "127.0.0.1",
-                 "DB_POOL_SIZE": str(s.db_pool_size)},
+            env={**env, **pool_env(s, target), "PORT": str(port), "BIND_ADDRESS": "127.0.0.1"},
             port=port, cpus=cpus, heap=s.heap,
             log_path=self.logs / f"{target.id.replace(':', '-')}-{run_id}.log",
             labels={"bench.run": run_id, "bench.target": target.id})
@@ -434,7 +441,8 @@ def _execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | No
         pipeline.build_all(targets)
         meta["builds"] = {k: v for k, v in pipeline.build_times.items()}
         # what each target runs with (parity.py); its threads after load are added as it finishes
-        meta["parity"] = {t.id: {**parity.record(t), "heap": s.heap, **meta.get("parity", {}).get(t.id, {})}
+        meta["parity"] = {t.id: {**parity.record(t, pool_env(s, t)), "heap": s.heap,
+                                 **meta.get("parity", {}).get(t.id, {})}
                           for t in targets}
         store.write_meta(meta)
         # From here on the orchestrator (its sampler, its parsing of generator files) runs where the

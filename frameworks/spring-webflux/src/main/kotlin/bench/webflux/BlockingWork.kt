@@ -10,11 +10,11 @@ import org.springframework.data.redis.core.StringRedisTemplate
 import org.springframework.stereotype.Component
 
 /**
- * The scenarios written blocking-style, for the variants that run them on virtual threads
- * (`virtual`, `coroutines-virtual`): the thread really sleeps and really waits for Redis and JDBC.
+ * The scenarios written blocking-style, for the `virtual` variant that runs them on virtual threads:
+ * the thread really sleeps and really waits for Redis and JDBC.
  */
 @Component
-@Profile("virtual | coroutines-virtual")
+@Profile("virtual")
 class BlockingWork(private val redis: StringRedisTemplate, private val items: JdbcItems) {
 
     fun sleep(ms: Long): Slept {

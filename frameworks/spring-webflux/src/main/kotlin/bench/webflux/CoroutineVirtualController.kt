@@ -6,12 +6,16 @@ import bench.shared.Message
 import bench.shared.NewItem
 import bench.shared.Primes
 import bench.shared.Slept
+import bench.shared.countPrimes
 import kotlinx.coroutines.asCoroutineDispatcher
+import kotlinx.coroutines.delay
 import kotlinx.coroutines.withContext
 import org.springframework.beans.factory.annotation.Qualifier
 import org.springframework.boot.autoconfigure.task.TaskExecutionAutoConfiguration
 import org.springframework.context.annotation.Profile
 import org.springframework.core.task.AsyncTaskExecutor
+import org.springframework.data.redis.core.ReactiveStringRedisTemplate
+import org.springframework.data.redis.core.multiGetAndAwait
 import org.springframework.http.MediaType
 import org.springframework.http.ResponseEntity
 import org.springframework.web.bind.annotation.GetMapping
@@ -22,21 +26,24 @@ import org.springframework.web.bind.annotation.RestController
 import org.springframework.web.server.ServerWebExchange
 
 /**
- * Suspend handlers with virtual threads (`coroutines-virtual`). WebFlux never hands a suspend
- * handler to its blocking executor: it starts it on the event loop. So each blocking piece of work
- * moves, the Kotlin way (as one would use Dispatchers.IO), with withContext to a dispatcher over
- * Boot's applicationTaskExecutor, which spring.threads.virtual.enabled=true makes a new virtual
- * thread per task. plaintext and json do not block and stay on the event loop.
+ * Suspend handlers whose coroutines run on virtual threads (`coroutines-virtual`), the eight-combination
+ * study's "Netty + coroutines + virtual threads": the event loop hands each coroutine, with withContext,
+ * to a dispatcher over Boot's applicationTaskExecutor (a new virtual thread per task once
+ * spring.threads.virtual.enabled=true), and the work is the coroutine variants' work, as in
+ * spring-mvc's `coroutines-virtual`: `delay` (the study's coroutine delay), Redis awaited, CPU counted
+ * in the coroutine, and JDBC, which has no suspending API, called from the coroutine's virtual thread.
+ * plaintext and json do no work worth moving and stay on the event loop.
  */
 @RestController
 @Profile("coroutines-virtual")
 class CoroutineVirtualController(
-    private val work: BlockingWork,
+    private val items: JdbcItems,
+    private val redis: ReactiveStringRedisTemplate,
     @Qualifier(TaskExecutionAutoConfiguration.APPLICATION_TASK_EXECUTOR_BEAN_NAME) executor: AsyncTaskExecutor,
 ) {
     private val virtualThreads = executor.asCoroutineDispatcher()
 
-    private suspend fun <T> onVirtualThread(exchange: ServerWebExchange, block: () -> T): T =
+    private suspend fun <T> onVirtualThread(exchange: ServerWebExchange, block: suspend () -> T): T =
         withContext(virtualThreads) {
             exchange.reportThread()
             block()
@@ -57,24 +64,24 @@ class CoroutineVirtualController(
     @GetMapping("/sleep")
     suspend fun sleep(@RequestParam ms: String?, exchange: ServerWebExchange): Slept {
         val millis = sleepMs(ms)
-        return onVirtualThread(exchange) { work.sleep(millis) }
+        return onVirtualThread(exchange) { delay(millis); Slept(millis) }
     }
 
     @GetMapping("/cpu")
     suspend fun cpu(@RequestParam n: String?, exchange: ServerWebExchange): Primes {
         val limit = primesN(n)
-        return onVirtualThread(exchange) { work.primes(limit) }
+        return onVirtualThread(exchange) { Primes(limit, countPrimes(limit)) }
     }
 
     @GetMapping("/redis")
     suspend fun redis(exchange: ServerWebExchange): List<String?> =
-        onVirtualThread(exchange) { work.redisValues() }
+        onVirtualThread(exchange) { redis.opsForValue().multiGetAndAwait(REDIS_KEYS) }
 
     @GetMapping("/db")
     suspend fun read(@RequestParam id: Int, exchange: ServerWebExchange): ResponseEntity<Item> =
-        found(onVirtualThread(exchange) { work.find(id) })
+        found(onVirtualThread(exchange) { items.find(id) })
 
     @PostMapping("/db")
     suspend fun create(@RequestBody item: NewItem, exchange: ServerWebExchange): ResponseEntity<Created> =
-        created(onVirtualThread(exchange) { work.insert(item) })
+        created(onVirtualThread(exchange) { items.insert(item) })
 }

@@ -13,6 +13,6 @@ enum class RunOn(val scheduler: () -> Scheduler) {
     CALLER(Schedulers::immediate),
     /** Reactor's shared CPU-bound pool, one thread per core. */
     PARALLEL(Schedulers::parallel),
-    /** Reactor's shared pool for blocking calls, 10 threads per core at most. */
+    /** Reactor's shared pool for blocking calls, sized to DB_POOL_SIZE threads in main(). */
     BOUNDED_ELASTIC(Schedulers::boundedElastic),
 }

@@ -51,7 +51,10 @@ final class Backends {
     RedisOptions redisOptions = new RedisOptions()
         .setConnectionString("redis://" + settings.redisHost() + ":" + settings.redisPort())
         .setPassword(settings.redisPassword())
-        // The pool's default wait queue (24) fails requests once more than 6 + 24 are in flight;
+        // A command holds its pooled connection for the round trip: the pool size is the number of
+        // commands in flight, the contract's REDIS_POOL_SIZE (the default 6 would be the limit).
+        .setMaxPoolSize(settings.redisPoolSize())
+        // The pool's default wait queue (24) fails requests once more than size + 24 are in flight;
         // unbounded, a burst queues for a connection like the SQL pool's default does.
         .setMaxPoolWaiting(-1);
     Redis redis = Redis.createClient(vertx, redisOptions);

@@ -12,7 +12,8 @@ record Settings(
     String dbName,
     String dbUser,
     String dbPassword,
-    int dbPoolSize) {
+    int dbPoolSize,
+    int redisPoolSize) {
 
   static Settings fromEnv() {
     return new Settings(
@@ -26,7 +27,8 @@ record Settings(
         env("DB_NAME", "bench"),
         env("DB_USER", "bench"),
         env("DB_PASSWORD", null),
-        Integer.parseInt(env("DB_POOL_SIZE", "16")));
+        Integer.parseInt(env("DB_POOL_SIZE", "16")),
+        Integer.parseInt(env("REDIS_POOL_SIZE", "16")));
   }
 
   private static String env(String name, String fallback) {
@@ -39,6 +41,7 @@ record Settings(
   public String toString() {
     return "Settings[port=" + port + ", bindAddress=" + bindAddress
         + ", redis=" + redisHost + ":" + redisPort
-        + ", db=" + dbHost + ":" + dbPort + "/" + dbName + ", dbPoolSize=" + dbPoolSize + "]";
+        + ", db=" + dbHost + ":" + dbPort + "/" + dbName + ", dbPoolSize=" + dbPoolSize
+        + ", redisPoolSize=" + redisPoolSize + "]";
   }
 }
