@@ -101,6 +101,7 @@ def build(framework: Optional[str] = FrameworkOpt,
 def parity_cmd(run: Optional[str] = typer.Argument(None, help="A run id or folder: its targets, with their thread "
                                                     "pools after load (default: the targets, built as needed)."),
                framework: Optional[str] = FrameworkOpt, variant: Optional[str] = VariantOpt,
+               db_pool_size: int = DbPoolOpt, redis_pool_size: int = RedisPoolOpt,
                results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir")) -> None:
     """What each target runs with: declared pools, keep-alive and backlog, resolved library versions; with a
     run, also its threads by pool after load and its GC. Columns that differ are marked ≠."""
@@ -112,9 +113,10 @@ def parity_cmd(run: Optional[str] = typer.Argument(None, help="A run id or folde
             raise UsageError(f"run {run} has no parity table (it was made before runs recorded one)")
     else:
         targets = _targets(framework, variant)
-        pipeline = runner.Pipeline(runner.Settings(), RESULTS_DIR / "builds", console)
+        settings = runner.Settings(db_pool_size=options.pool_size(db_pool_size, "--db-pool-size"),
+                                   redis_pool_size=options.pool_size(redis_pool_size, "--redis-pool-size"))
+        pipeline = runner.Pipeline(settings, RESULTS_DIR / "builds", console)
         pipeline.build_all(targets)
-        settings = runner.Settings()
         entries = {t.id: parity.record(t, runner.pool_env(settings, t)) for t in targets
                    if t.framework.name not in pipeline.build_failures}
     m = parity.matrix(parity.table(entries))

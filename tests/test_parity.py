@@ -3,13 +3,15 @@ resolved them for a real build, and the columns in which targets differ."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pandas as pd
 
 from orchestrator import parity
-from orchestrator.catalog import discover
+from orchestrator.catalog import discover, select
+from orchestrator.runner import Settings, pool_env
 
-from conftest import PORTS, bench
+from conftest import PORTS, bench, bench_env
 
 DUMP = '''"main" #1 [1234] prio=5 os_prio=0 cpu=1.00ms elapsed=1.00s tid=0x1 nid=1 waiting on condition
 "http-nio-29080-exec-1" #40 [1300] daemon prio=5
@@ -32,18 +34,51 @@ def test_the_columns_that_differ_are_named():
 
 
 def test_a_run_records_versions_maven_resolved_and_the_threads_after_load(results_dir):
-    r = bench("run", "-f", "vertx:eventloop", "-s", "json", "-c", "8", "--warmup", "0s", "-d", "2s",
-              "--results-dir", str(results_dir), *PORTS, frameworks=None)
+    # pools shrunk as a user would, one by option and one by environment: both show in the parity
+    # table and are obeyed under load, as the backends themselves count connections
+    r = bench("run", "-f", "vertx:eventloop", "-s", "redis,db-read", "-c", "32", "--warmup", "0s", "-d", "3s",
+              "--db-pool-size", "3", "--results-dir", str(results_dir), *PORTS, frameworks=None,
+              env=bench_env(None, REDIS_POOL_SIZE="2"))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     run_dir = next(results_dir.iterdir())
-    entry = json.loads((run_dir / "run.json").read_text())["parity"]["vertx:eventloop"]
+    meta = json.loads((run_dir / "run.json").read_text())
+    entry = meta["parity"]["vertx:eventloop"]
     fw = discover()["vertx"]
     # the version in the table is the one Maven resolved for this build
     resolved = parity.resolved(fw)
     assert entry["libraries"]["http server"] == f"vertx-core {resolved['vertx-core']}"
     assert entry["libraries"]["redis client"].startswith("vertx-redis-client ")
-    assert entry["declared"]["redis"] == fw.parity["redis"]
+    assert "{REDIS_POOL_SIZE}" in fw.parity["redis"] and "{DB_POOL_SIZE}" in fw.parity["db"]
+    assert entry["declared"]["redis"] == fw.parity["redis"].replace("{REDIS_POOL_SIZE}", "2")
+    assert entry["declared"]["db"] == fw.parity["db"].replace("{DB_POOL_SIZE}", "3")
+    assert (meta["plan"]["settings"]["db_pool_size"], meta["plan"]["settings"]["redis_pool_size"]) == (3, 2)
     # two event loops at one CPU (VertxOptions' default: 2 x CPUs), counted in the JVM itself
     assert entry["threads"]["vert.x-eventloop-thread-N"] == 2 and entry["gc"]
+    df = pd.read_parquet(run_dir / "measurements.parquet").set_index("scenario")
+    # 32 connections want more than 2 Redis and 3 database connections: the pools are full, never larger
+    assert df.loc["redis", "redis_peak_clients"] == 2, df.loc["redis", "redis_peak_clients"]
+    assert df.loc["db-read", "db_peak_connections"] == 3, df.loc["db-read", "db_peak_connections"]
+    assert df.loc["db-read", "db_peak_running"] <= 3
     out = bench("parity", run_dir.name, "--results-dir", str(results_dir), frameworks=None)
     assert out.returncode == 0 and "vertx:eventloop" in out.stdout, out.stdout + out.stderr
+
+
+def test_placeholders_take_the_values_the_target_starts_with():
+    fw = discover()["spring-webflux"]
+    target = select(discover(), ["spring-webflux"], ["jdbc-elastic"])[0]
+    env = pool_env(Settings(db_pool_size=5, redis_pool_size=7), target)
+    assert env["DB_POOL_SIZE"] == "5" and env["REDIS_POOL_SIZE"] == "7"
+    declared = parity.declared(target, env)
+    assert "5 connections" in declared["db"] and "{" not in declared["db"]
+    assert declared["redis"] == fw.parity["redis"]        # no placeholder: Lettuce pipelines
+
+
+def test_a_variant_env_wins_over_the_run_limits():
+    target = select(discover(), ["vertx"], ["eventloop"])[0]
+    shrunk = replace(target, variant=replace(target.variant, env={**target.variant.env, "DB_POOL_SIZE": "2"}))
+    assert pool_env(Settings(db_pool_size=16), shrunk)["DB_POOL_SIZE"] == "2"
+
+
+def test_a_pool_size_out_of_range_is_a_usage_error():
+    r = bench("run", "-f", "vertx", "--redis-pool-size", "0", frameworks=None)
+    assert r.returncode == 2 and "--redis-pool-size must be from 1 to 1000" in r.stdout + r.stderr

@@ -1,5 +1,7 @@
 package bench;
 
+import bench.shared.Primes;
+
 import java.sql.SQLException;
 import java.util.List;
 

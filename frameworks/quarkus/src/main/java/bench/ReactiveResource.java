@@ -1,5 +1,7 @@
 package bench;
 
+import bench.shared.Primes;
+
 import java.util.List;
 
 import org.jboss.resteasy.reactive.RestHeader;

@@ -1,5 +1,7 @@
 package bench.ktor
 
+import bench.shared.countPrimes
+
 import io.ktor.http.HttpStatusCode
 import io.ktor.serialization.kotlinx.json.json
 import io.ktor.server.application.Application

@@ -1,5 +1,7 @@
 package bench.undertow;
 
+import bench.shared.Primes;
+
 import io.undertow.server.Connectors;
 import io.undertow.server.HttpHandler;
 import io.undertow.server.HttpServerExchange;
@@ -87,7 +89,7 @@ final class Endpoints {
             Responses.status(exchange, 400);
             return;
         }
-        offload(exchange, blocking -> Responses.json(blocking, 200, new PrimeCount(n, Primes.countUpTo((int) n))));
+        offload(exchange, blocking -> Responses.json(blocking, 200, new PrimeCount(n, Primes.count((int) n))));
     }
 
     void redis(HttpServerExchange exchange) {

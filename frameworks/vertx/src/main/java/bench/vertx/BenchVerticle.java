@@ -1,5 +1,7 @@
 package bench.vertx;
 
+import bench.shared.Primes;
+
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.http.HttpServerOptions;
@@ -68,7 +70,7 @@ abstract class BenchVerticle extends VerticleBase {
     if (n < 0) {
       Reply.status(ctx, 400);
     } else {
-      Reply.json(ctx, 200, Contract.primes(n, Contract.countPrimes(n)));
+      Reply.json(ctx, 200, Contract.primes(n, Primes.count(n)));
     }
   }
 

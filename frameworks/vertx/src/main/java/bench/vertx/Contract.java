@@ -25,24 +25,6 @@ final class Contract {
 
   private Contract() {}
 
-  /** Counts the primes {@code <= n} by plain trial division: no sieve, no skipping even divisors. */
-  static int countPrimes(int n) {
-    int count = 0;
-    for (int k = 2; k <= n; k++) {
-      boolean prime = true;
-      for (int d = 2; d * d <= k; d++) {
-        if (k % d == 0) {
-          prime = false;
-          break;
-        }
-      }
-      if (prime) {
-        count++;
-      }
-    }
-    return count;
-  }
-
   /** An absent parameter takes its default; anything but an integer in 0..max gives -1 (a 400). */
   static int boundedParam(String raw, int fallback, int max) {
     if (raw == null) {

@@ -1,11 +1,15 @@
-package bench.undertow;
+package bench.shared;
 
-/** The contract's prime count: plain trial division, deliberately without any shortcut. */
-final class Primes {
+/**
+ * The prime count of frameworks/CONTRACT.md, for every Java target: plain trial division, no sieve, no
+ * skipped divisors. One copy, so that no target's loop can drift from the others' (Kotlin targets use
+ * ../kotlin/bench/shared/Primes.kt, the same loop).
+ */
+public final class Primes {
     private Primes() {
     }
 
-    static int countUpTo(int n) {
+    public static int count(int n) {
         int count = 0;
         for (int k = 2; k <= n; k++) {
             boolean prime = true;
