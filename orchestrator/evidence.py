@@ -9,8 +9,10 @@ cache shows up in the figures of its cell, not only in a code review. The kernel
 (listen-queue overflows and drops, retransmitted segments) make "the accept queue is the narrow
 entrance" a measurement.
 
-Every counter is read by the sampler at each poll; a window's figure is the difference of the
-counters interpolated at its edges (as the server's CPU seconds), a peak the largest poll inside.
+Every counter is read by the sampler at each poll. A cell's figure is the difference between the
+poll before its generator started and the one after it ended (the backends count nothing else
+meanwhile); a ramp step's is interpolated at its edges, as the server's CPU seconds are. A peak is
+the largest poll inside the window.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ TCP_COUNTERS = {"tcp_listen_overflows": ("TcpExt", "ListenOverflows"), "tcp_list
                 "tcp_retransmits": ("Tcp", "RetransSegs")}
 COUNTERS = ("redis_commands", *DB_COUNTERS, *TCP_COUNTERS)
 PER_REQUEST = ("redis_commands", *DB_COUNTERS)   # stored per request; the TCP counters as totals
-TOLERANCE = 0.25   # per request: a window's edges blur a count by far less; a second statement is +1
+TOLERANCE = 0.25   # per request: interpolating a ramp step's edges blurs a count by far less; a second statement is +1
 
 
 @dataclass(frozen=True)

@@ -377,11 +377,11 @@ def measure_cell(pipeline: Pipeline, started: Started, plan: Plan, base: dict, s
                            ceiling=ceiling)
                 + backends + r.flags + ([] if warm.steady else ["not-steady"]))
 
-    def window(r: drivers.LoadResult):
-        return sampler.window(r.started_at, r.started_at + r.duration_s)
+    def window(r: drivers.LoadResult, whole_load: bool = False):
+        return sampler.window(r.started_at, r.started_at + r.duration_s, whole_load)
 
     if p.ramp is None:
-        smp = window(result)
+        smp = window(result, whole_load=True)
         row = _measured_row({**base, "concurrency": concurrency, "rate": rate}, result, smp, flags(concurrency, result, smp))
         return [row], []
     rows = []

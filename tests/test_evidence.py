@@ -27,10 +27,11 @@ def cells(run_dir) -> pd.DataFrame:
 def test_each_request_did_the_contract_s_backend_work(cells, scenario, redis, selects, inserts):
     row = cells.loc[scenario]
     assert row["requests"] > 1000
-    # a window's edges blur the count by a few requests; a second statement per request would be +1
-    assert row["redis_commands_per_request"] == pytest.approx(redis, abs=0.05)
-    assert row["db_selects_per_request"] == pytest.approx(selects, abs=0.05)
-    assert row["db_inserts_per_request"] == pytest.approx(inserts, abs=0.05)
+    # the backends also answer the (at most 16) requests in flight when wrk stopped, which wrk does
+    # not count: 16 in over 1,000 at most; a second statement per request would be +1
+    assert row["redis_commands_per_request"] == pytest.approx(redis, abs=0.016)
+    assert row["db_selects_per_request"] == pytest.approx(selects, abs=0.016)
+    assert row["db_inserts_per_request"] == pytest.approx(inserts, abs=0.016)
     assert row["db_prepares_per_request"] < 0.05          # Vert.x caches its prepared statements
     assert "off-contract" not in row["flags"]
 

@@ -182,3 +182,18 @@ def test_backend_evidence_is_cut_out_of_the_polls_and_checked_against_the_contra
                                                "db_selects_per_request": 1.1, "tcp_listen_overflows": 0}) == []
     # a backend the probe could not read has no figure, and no flag
     assert off_contract(SCENARIOS["db-write"], Evidence().per_request(5000)) == []
+
+
+def test_the_whole_load_s_backend_work_is_counted_exactly_not_interpolated_across_its_edges():
+    from orchestrator.evidence import Reading
+    from orchestrator.sampling import Point, Sampler
+    s = Sampler.__new__(Sampler)
+    s.collector, s.probe = "Serial", object()
+    # 1,000 MGETs per s from t=0.1 to t=3.1 only; polls every 0.25 s from before the start to after the end
+    def mgets(t):
+        return 1000.0 * min(max(t - 0.1, 0.0), 3.0)
+    s.timeline = [Point(t, 0, 0, 0, None, None, None, None, 0, 0, Reading({"redis_commands": mgets(t)}))
+                  for t in [0.0, *(0.25 * i for i in range(1, 13)), 3.2]]
+    assert s.window(0.1, 3.1, whole_load=True).evidence.redis_commands == pytest.approx(3000)
+    # interpolated at edges between polls, a counter that only rises under load comes out short
+    assert s.window(0.1, 3.1).evidence.redis_commands < 2950
