@@ -25,6 +25,7 @@ import pandas as pd
 
 from . import RESULTS_DIR
 from .results import MEASUREMENTS, RUN_JSON
+from .schema import PERCENTILES, latency_column, percentile_label
 
 
 @dataclass(frozen=True)
@@ -38,11 +39,7 @@ class Metric:
 METRICS = {m.column: m for m in [
     Metric("rps", "throughput", "req/s", True),
     Metric("latency_mean_ms", "mean latency", "ms", False),
-    Metric("latency_p50_ms", "p50 latency", "ms", False),
-    Metric("latency_p90_ms", "p90 latency", "ms", False),
-    Metric("latency_p95_ms", "p95 latency", "ms", False),
-    Metric("latency_p99_ms", "p99 latency", "ms", False),
-    Metric("latency_p999_ms", "p99.9 latency", "ms", False),
+    *(Metric(latency_column(k), f"{percentile_label(k)} latency", "ms", False) for k in PERCENTILES),
     Metric("server_cpu_pct", "server CPU", "%", False),
     # CPU % alone rewards the slowest server; CPU per request is what efficiency means.
     Metric("cpu_ms_per_req", "CPU per request", "ms", False),
@@ -54,8 +51,8 @@ METRICS = {m.column: m for m in [
     Metric("startup_s", "startup", "s", False),
     Metric("rss_after_start_mb", "RSS after start", "MiB", False),
 ]}
-PERCENTILES = {"p50": "latency_p50_ms", "p90": "latency_p90_ms", "p99": "latency_p99_ms",
-               "p99.9": "latency_p999_ms"}
+# The percentiles a latency plot draws: label -> column.
+PLOTTED_PERCENTILES = {percentile_label(k): latency_column(k) for k in ("p50", "p90", "p99", "p999")}
 CONFIDENCE = 0.95
 Z = 1.96          # two-sided 95 %
 Z_POWER = 0.84    # power 0.8: the minimum detectable effect

@@ -7,11 +7,7 @@ import time
 import psutil
 
 from .drivers import LoadResult
-
-LITTLE_LOW, LITTLE_HIGH = 0.75, 1.25
-LOADGEN_SATURATED = 0.90   # of the generator's CPUs: its own processes, or everything that ran there
-MIN_REQUESTS = 100
-NEAR_CEILING = 0.8         # of a generator's calibrated ceiling: above it the cell may measure the generator
+from .schema import LITTLE_HIGH, LITTLE_LOW, LOADGEN_SATURATED, MIN_REQUESTS, NEAR_CEILING
 
 
 def littles_law_ratio(concurrency: int, r: LoadResult) -> float:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
+from .schema import EVIDENCE_TOLERANCE
+
 # MariaDB's statement counters by kind (SHOW GLOBAL STATUS); Com_stmt_prepare counts server-side
 # prepares, one per request when a client prepares, executes and closes around every query.
 DB_COUNTERS = {"db_selects": "Com_select", "db_inserts": "Com_insert", "db_prepares": "Com_stmt_prepare"}
@@ -29,7 +31,6 @@ TCP_COUNTERS = {"tcp_listen_overflows": ("TcpExt", "ListenOverflows"), "tcp_list
                 "tcp_retransmits": ("Tcp", "RetransSegs")}
 COUNTERS = ("redis_commands", *DB_COUNTERS, *TCP_COUNTERS)
 PER_REQUEST = ("redis_commands", *DB_COUNTERS)   # stored per request; the TCP counters as totals
-TOLERANCE = 0.25   # per request: interpolating a ramp step's edges blurs a count by far less; a second statement is +1
 
 
 @dataclass(frozen=True)
@@ -147,10 +148,10 @@ def off_contract(scenario, row: dict) -> list[str]:
     flags = []
     expected = scenario.backend_work
     redis = row.get("redis_commands_per_request")
-    if redis is not None and abs(redis - expected.get("redis_commands", 0)) > TOLERANCE:
+    if redis is not None and abs(redis - expected.get("redis_commands", 0)) > EVIDENCE_TOLERANCE:
         flags.append("redis-commands-off-contract")
     db = [(row.get(f"{k}_per_request"), expected.get(k, 0)) for k in DB_COUNTERS]
-    if any(v is not None and abs(v - want) > TOLERANCE for v, want in db):
+    if any(v is not None and abs(v - want) > EVIDENCE_TOLERANCE for v, want in db):
         flags.append("db-statements-off-contract")
     if row.get("tcp_listen_overflows") or row.get("tcp_listen_drops"):
         flags.append("listen-queue-overflow")

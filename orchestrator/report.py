@@ -21,8 +21,9 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from . import RESULTS_DIR, analysis, results
 from . import noise as noise_mod
-from .analysis import METRICS, PERCENTILES, fmt
+from .analysis import METRICS, PLOTTED_PERCENTILES, fmt
 from .errors import UsageError
+from .schema import NEAR_CEILING
 
 TIMESERIES = results.TIMESERIES
 WIDTH_IN, DPI = 10.0, 100  # 1000 px wide: reads on a laptop without zooming
@@ -32,7 +33,7 @@ TABLE_METRICS = ["rps", "latency_mean_ms", "latency_p50_ms", "latency_p90_ms", "
                  "server_peak_threads", "gc_time_ms"]
 WINNER_METRICS = ["rps", "latency_p50_ms", "latency_p99_ms", "cpu_ms_per_req", "server_peak_rss_mb"]
 RESOURCE_METRICS = ["server_cpu_pct", "server_peak_rss_mb", "server_peak_threads", "gc_time_ms"]
-MARKERS = dict(zip(PERCENTILES, "os^D"))
+MARKERS = dict(zip(PLOTTED_PERCENTILES, "os^D"))
 MARKS = {"failed": "✗", "partial": "⚠", "flagged": "⚠", "ok": ""}
 LEGEND_NOTE = ("✗ failed  ·  ⚠ flagged or partly failed: hatched or hollow, never crowned  ·  "
                "whiskers: min–max over repeats")
@@ -131,7 +132,7 @@ def latency_chart(summ: pd.DataFrame, scenario: str, colors: dict, x: str = "con
     for ax, level in zip(axes, levels):
         cells = _cells(summ, scenario, x, level, colors)
         for i, r in cells.iterrows():
-            values = [r[c] for c in PERCENTILES.values()]
+            values = [r[c] for c in PLOTTED_PERCENTILES.values()]
             if r["state"] == "failed":
                 ax.text(0.01, i, "failed", va="center", fontsize=8, color=FAILED_COLOR, transform=ax.get_yaxis_transform())
                 continue
@@ -415,7 +416,6 @@ def _floor_note(entry: dict | None, host: dict) -> str:
 
 def _ceiling_note(meta: dict) -> str:
     """The generator ceilings the run was flagged against (run.json, from `bench calibrate`)."""
-    from .checks import NEAR_CEILING
     ceilings = meta.get("generator_ceilings") or {}
     if not ceilings:
         return ("No generator ceiling was calibrated on this run's machine: a cell near what its generator can "

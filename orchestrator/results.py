@@ -20,63 +20,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import RESULTS_DIR
+# The columns are schema.py's; results.COLUMNS stays, for notebooks that read it beside load().
+from .schema import CELL_KEY, COLUMNS, SCHEMA, TIMESERIES_KEY, TIMESERIES_SCHEMA  # noqa: F401
 
 MEASUREMENTS = "measurements.parquet"
 TIMESERIES = "timeseries.parquet"
 RUN_JSON = "run.json"
 
-# The schema of measurements.parquet, in column order. Latencies in ms, memory in MiB.
-SCHEMA = pa.schema([
-    ("run_id", pa.string()), ("started_at", pa.string()),
-    ("target", pa.string()), ("framework", pa.string()), ("variant", pa.string()),
-    ("runtime", pa.string()), ("scenario", pa.string()), ("driver", pa.string()),
-    ("profile", pa.string()), ("kind", pa.string()),
-    ("concurrency", pa.int64()),   # connections; users for a ramp step; VUs for a rate
-    ("rate", pa.float64()),        # rate profile: the arrival rate asked for (req/s); else null
-    ("step", pa.int64()),          # ramp profile: the step (1-based); else null
-    ("repeat", pa.int64()),
-    ("status", pa.string()), ("reason", pa.string()),
-    ("warmup_s", pa.float64()), ("warmup_windows", pa.int64()), ("duration_s", pa.float64()),
-    ("requests", pa.int64()), ("rps", pa.float64()), ("bytes", pa.int64()),
-    ("errors_connect", pa.int64()), ("errors_read", pa.int64()), ("errors_write", pa.int64()),
-    ("errors_timeout", pa.int64()), ("errors_status", pa.int64()), ("dropped", pa.int64()),
-    ("latency_min_ms", pa.float64()), ("latency_mean_ms", pa.float64()), ("latency_stdev_ms", pa.float64()),
-    ("latency_p50_ms", pa.float64()), ("latency_p75_ms", pa.float64()), ("latency_p90_ms", pa.float64()),
-    ("latency_p95_ms", pa.float64()), ("latency_p99_ms", pa.float64()), ("latency_p999_ms", pa.float64()), ("latency_max_ms", pa.float64()),
-    # wrk only: its coordinated-omission-corrected mean and p99 (synthetic samples included); the
-    # latency_* columns above are raw measurements for every driver
-    ("co_corrected_mean_ms", pa.float64()), ("co_corrected_p99_ms", pa.float64()),
-    ("server_cpu_s", pa.float64()), ("server_cpu_pct", pa.float64()),
-    ("server_peak_rss_mb", pa.float64()), ("server_peak_threads", pa.int64()),
-    ("container_peak_mem_mb", pa.float64()),
-    ("gc_count", pa.int64()), ("gc_time_ms", pa.float64()), ("gc_collector", pa.string()),
-    ("jit_time_ms", pa.float64()),   # JIT compilation during the window: near 0 once warmed up
-    ("startup_s", pa.float64()), ("rss_after_start_mb", pa.float64()),
-    ("loadgen_cpu_pct", pa.float64()),        # the generator's own processes, in % of one CPU
-    ("loadgen_cpus_busy_pct", pa.float64()),  # everything that ran on the load-generator CPUs, in % of them
-    ("littles_ratio", pa.float64()), ("flags", pa.string()),
-    # What the backends and the kernel counted in the window (evidence.py): Redis commands and MariaDB
-    # statements by kind per request (the contract: one MGET, one SELECT or one INSERT), the peaks of
-    # Redis clients, database connections and statements running at once, and TCP counters
-    ("redis_commands_per_request", pa.float64()), ("db_selects_per_request", pa.float64()),
-    ("db_inserts_per_request", pa.float64()), ("db_prepares_per_request", pa.float64()),
-    ("redis_peak_clients", pa.int64()), ("db_peak_connections", pa.int64()), ("db_peak_running", pa.int64()),
-    ("tcp_listen_overflows", pa.int64()), ("tcp_listen_drops", pa.int64()), ("tcp_retransmits", pa.int64()),
-    ("heap", pa.string()), ("server_cpus", pa.string()), ("loadgen_cpus", pa.string()),
-])
-COLUMNS = SCHEMA.names
-CELL_KEY = ("target", "scenario", "concurrency", "rate", "step", "repeat")
-
-# The schema of timeseries.parquet: one row per second of a time-resolved cell.
-TIMESERIES_SCHEMA = pa.schema([
-    ("run_id", pa.string()), ("target", pa.string()), ("scenario", pa.string()), ("repeat", pa.int64()),
-    ("t_s", pa.int64()), ("epoch_s", pa.int64()), ("step", pa.int64()), ("users", pa.int64()),
-    ("rps", pa.float64()), ("failures_per_s", pa.float64()),
-    ("p50_ms", pa.float64()), ("p95_ms", pa.float64()), ("p99_ms", pa.float64()),
-    ("loadgen_cpu_pct", pa.float64()), ("server_cpu_pct", pa.float64()), ("server_rss_mb", pa.float64()),
-    ("server_threads", pa.int64()), ("loadgen_cpus_busy_pct", pa.float64()),
-])
-TIMESERIES_KEY = ("target", "scenario", "repeat")
 
 
 def _atomic_write(path: Path, write) -> None:

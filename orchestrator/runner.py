@@ -36,6 +36,7 @@ from .results import RunStore, new_run_id
 from .runtimes import LaunchSpec, Runtime, Server
 from .sampling import Sampler, ServerSample
 from .scenarios import SCENARIOS
+from .schema import LATENCY_STATS, latency_column
 from .verify import Verification, verify
 from .warmup import warm_up
 
@@ -310,8 +311,7 @@ def _measured_row(base: dict, r: drivers.LoadResult, smp: ServerSample, flags: l
         "bytes": r.bytes, "errors_connect": r.errors_connect, "errors_read": r.errors_read,
         "errors_write": r.errors_write, "errors_timeout": r.errors_timeout,
         "errors_status": r.errors_status, "dropped": r.dropped, "duration_s": r.duration_s,
-        **{f"latency_{k}_ms": getattr(r, f"latency_{k}") for k in
-           ("min", "mean", "stdev", "p50", "p75", "p90", "p95", "p99", "p999", "max")},
+        **{latency_column(k): getattr(r, f"latency_{k}") for k in LATENCY_STATS},
         "server_cpu_s": smp.cpu_s,
         "server_cpu_pct": 100.0 * smp.cpu_s / smp.wall_s if smp.wall_s else None,
         "server_peak_rss_mb": smp.peak_rss_bytes / MiB, "server_peak_threads": smp.peak_threads,

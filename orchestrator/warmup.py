@@ -27,10 +27,7 @@ from statistics import median
 from . import drivers
 from .checks import littles_law_holds
 from .jvm import read_counters
-
-STEADY_WINDOWS = 4
-CLIMB = 0.03        # of the windows' median rps, per window
-JIT_QUIET = 0.05
+from .schema import CLIMB, JIT_QUIET, STEADY_WINDOWS
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ import psutil
 
 from ..profiles import Ramp
 from ..scenarios import Scenario
+from ..schema import PERCENTILES
 
-PERCENTILES = {"p50": 50, "p75": 75, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9}
 
 
 @dataclass(frozen=True)

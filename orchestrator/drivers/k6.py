@@ -17,7 +17,8 @@ import math
 import time
 
 from ..procs import log_tail
-from .base import PERCENTILES, Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generator
+from ..schema import PERCENTILES
+from .base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generator
 
 VERSION = "v1.8.1"
 INSTALL = f"python3 -m orchestrator list` (it builds k6 into .venv/bin) or `go install go.k6.io/k6@{VERSION}"

@@ -17,7 +17,7 @@ import socket
 from collections import defaultdict
 from pathlib import Path
 
-from ..checks import LOADGEN_SATURATED
+from ..schema import LOADGEN_SATURATED
 from ..procs import log_tail
 from .base import Driver, DriverFailed, Finished, LoadResult, LoadSpec, latency_fields, run_generators
 

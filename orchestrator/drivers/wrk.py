@@ -8,7 +8,8 @@ from pathlib import Path
 
 from ..jvm import cpu_count
 from ..procs import log_tail
-from .base import PERCENTILES, Driver, DriverFailed, LoadResult, LoadSpec, run_generator
+from ..schema import PERCENTILES, percentile_label
+from .base import Driver, DriverFailed, LoadResult, LoadSpec, run_generator
 
 # Runs in wrk's summary Lua state; OUT, PCTS and CONNECTIONS are defined above it. `response` stays nil
 # on purpose: wrk then skips handing bodies to Lua, and summary.errors.status still counts statuses >= 400.
@@ -108,7 +109,7 @@ def parse_summary(doc: dict, loadgen_cpu_s: float) -> LoadResult:
         latency_min=ms("min"), latency_mean=ms("mean"), latency_stdev=ms("stdev"),
         latency_max=ms("max"), loadgen_cpu_s=loadgen_cpu_s,
         co_corrected_mean=ms("co_mean"), co_corrected_p99=ms("co_p99"),
-        **{f"latency_{k}": ms(f"p{'99.9' if k == 'p999' else p}") for k, p in PERCENTILES.items()})
+        **{f"latency_{k}": ms(percentile_label(k)) for k, p in PERCENTILES.items()})
 
 
 class WrkDriver(Driver):
