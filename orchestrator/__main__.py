@@ -4,7 +4,7 @@ This file runs on the system Python before any dependency is installed, so it us
 library only. It installs Debian's packages when they are missing (as root; otherwise it prints the
 apt-get line and exits 2), creates .venv with the project (and Locust) installed, builds k6 into
 .venv/bin with Go when it is missing there, and then replaces itself with
-`.venv/bin/bench ARGS`, or with pytest for `python3 -m orchestrator test [PYTEST ARGS]`. For the
+`.venv/bin/bench ARGS`, or with pytest for `python3 -m orchestrator test [--fast] [PYTEST ARGS]`. For the
 tests and the docker runtime it also installs Docker's engine and debootstrap and starts the engine.
 """
 from __future__ import annotations
@@ -101,6 +101,22 @@ def _k6() -> None:
     stamp.write_text(K6)
 
 
+def _tests(args: list[str]) -> None:
+    """The fast tier (no JVM, no load: about a minute), then, if it passed, the slow one. `--fast`
+    stops after the fast tier; a -m, -k or test path of one's own runs just that."""
+    pytest = [str(VENV / "bin" / "python"), "-m", "pytest"]
+    fast = "--fast" in args
+    args = [a for a in args if a != "--fast"]
+    if any(a in ("-m", "-k") or a.startswith(("tests", "-m=", "-k=")) for a in args):
+        os.execv(pytest[0], [*pytest, *args])
+    print("fast tier: pytest -m 'not slow'", flush=True)
+    code = subprocess.run([*pytest, "-m", "not slow", *args]).returncode
+    if code or fast:
+        sys.exit(code)
+    print("slow tier: pytest -m slow (JVMs, Redis, MariaDB, load generators, Docker, Chromium)", flush=True)
+    os.execv(pytest[0], [*pytest, "-m", "slow", *args])
+
+
 def main(args: list[str]) -> None:
     if sys.version_info < (3, 11):
         sys.exit("Python 3.11 or newer is needed (tomllib)")
@@ -114,8 +130,7 @@ def main(args: list[str]) -> None:
     _k6()
     os.chdir(ROOT)
     if args[:1] == ["test"]:
-        python = str(VENV / "bin" / "python")
-        os.execv(python, [python, "-m", "pytest", *args[1:]])
+        _tests(args[1:])
     bench = str(VENV / "bin" / "bench")
     os.execv(bench, [bench, *args])
 

@@ -1,7 +1,6 @@
-"""The `bench` command line: it parses, then calls the pipeline. No logic of its own."""
+"""The `bench` command line: it parses, then calls the environment. No logic of its own."""
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import re
 import signal
@@ -16,6 +15,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import REPO_ROOT, RESULTS_DIR, infra as infra_mod, options, presets, profiles, results, runner
+from .console import level_label
+from .environment import Environment
+from .plan import Plan, Settings, pool_env
 from .catalog import discover, resolve, select
 from .errors import BenchError, TargetFailed, UsageError
 from .scenarios import SCENARIOS, parse_list
@@ -56,11 +58,11 @@ def _targets(framework: Optional[str], variant: Optional[str]):
 
 
 def _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime="process", memory="1g",
-              offline=False, start_timeout="120s", db_pool_size=16, redis_pool_size=16) -> runner.Settings:
+              offline=False, start_timeout="120s", db_pool_size=16, redis_pool_size=16) -> Settings:
     from .runtimes import RUNTIMES
     if runtime not in RUNTIMES:
         raise UsageError(f"unknown runtime '{runtime}'; valid: {', '.join(RUNTIMES)}") from None
-    return runner.Settings(runtime=runtime, memory=options.memory(memory), offline=offline,
+    return Settings(runtime=runtime, memory=options.memory(memory), offline=offline,
                            start_timeout_s=options.duration(start_timeout, "--start-timeout"),
                            server_cpus=options.cpu_list(server_cpus or "1", "--server-cpus"),
                            loadgen_cpus=options.cpu_list(loadgen_cpus or "0", "--loadgen-cpus"),
@@ -89,10 +91,10 @@ def build(framework: Optional[str] = FrameworkOpt,
     """Build the frameworks (skipped when their sources did not change)."""
     targets = _targets(framework, None)
     logs = RESULTS_DIR / "builds"
-    pipeline = runner.Pipeline(runner.Settings(), logs, console)
-    pipeline.build_all(targets, force=force)
-    if pipeline.build_failures:
-        for name, reason in pipeline.build_failures.items():
+    environment = Environment(Settings(), logs, console)
+    environment.build_all(targets, force=force)
+    if environment.build_failures:
+        for name, reason in environment.build_failures.items():
             console.print(f"[red]{name}[/]: {reason}")
         raise typer.Exit(1)
 
@@ -113,12 +115,12 @@ def parity_cmd(run: Optional[str] = typer.Argument(None, help="A run id or folde
             raise UsageError(f"run {run} has no parity table (it was made before runs recorded one)")
     else:
         targets = _targets(framework, variant)
-        settings = runner.Settings(db_pool_size=options.pool_size(db_pool_size, "--db-pool-size"),
+        settings = Settings(db_pool_size=options.pool_size(db_pool_size, "--db-pool-size"),
                                    redis_pool_size=options.pool_size(redis_pool_size, "--redis-pool-size"))
-        pipeline = runner.Pipeline(settings, RESULTS_DIR / "builds", console)
-        pipeline.build_all(targets)
-        entries = {t.id: parity.record(t, runner.pool_env(settings, t)) for t in targets
-                   if t.framework.name not in pipeline.build_failures}
+        environment = Environment(settings, RESULTS_DIR / "builds", console)
+        environment.build_all(targets)
+        entries = {t.id: parity.record(t, pool_env(settings, t)) for t in targets
+                   if t.framework.name not in environment.build_failures}
     m = parity.matrix(parity.table(entries))
     table = Table(*m.columns, box=box.SIMPLE_HEAD)
     for _, row in m.iterrows():
@@ -139,25 +141,22 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
                          start_timeout, db_pool_size, redis_pool_size)
     targets = _targets(framework, variant)
     logs = RESULTS_DIR / "verify" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    pipeline = runner.Pipeline(settings, logs, console)
-    pipeline.check_ports(targets, shared_infra=infra_mod.load_state() is not None)
-    pipeline.build_all(targets)
+    environment = Environment(settings, logs, console)
+    environment.check_ports(targets, shared_infra=infra_mod.load_state() is not None)
+    environment.build_all(targets)
     table = Table("target", "result", "startup s", "RSS MiB", "threads seen")
     failures: list[tuple[str, str]] = []
-    for leftover in pipeline.cleanup_leftovers():
+    for leftover in environment.cleanup_leftovers():
         console.print(f"[yellow]removed a leftover of an earlier run:[/] {leftover}")
-    with runner.quiet_sigterm(), pipeline.infra() as infra:
+    with runner.quiet_sigterm(), environment.infra() as infra:
         for t in targets:
             try:
-                started = pipeline.start(t, infra[0].env(), "verify")
+                started, v = environment.start_verified(t, infra[0].env(), "verify", "verify")
             except TargetFailed as e:
                 failures.append((t.id, e.reason))
                 table.add_row(t.id, "[red]FAILED[/]", "", "", "")
                 continue
-            try:
-                v = pipeline.verify(t)
-            finally:
-                started.stop()
+            started.stop()
             if not v.ok:
                 failures.append((t.id, v.reason))
             table.add_row(t.id, "[green]ok[/]" if v.ok else "[red]FAILED[/]", f"{started.startup_s:.2f}",
@@ -209,7 +208,7 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
     """Build, verify and measure targets under a load profile; every finished cell is stored at once."""
     if resume:
         store = results.RunStore(results.find_run(resume, results_dir))
-        plan = runner.Plan.from_dict(store.meta()["plan"])
+        plan = Plan.from_dict(store.meta()["plan"])
         console.print(f"resuming {store.run_id}: {len(store.rows)} rows already measured")
     else:
         if quick and not preset:
@@ -241,7 +240,7 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
                              start_timeout, db_pool_size, redis_pool_size)
         settings.request_timeout_s = options.duration(timeout, "--timeout")
         settings.fresh_jvm_per_scenario = bool(fresh_jvm_per_scenario)
-        plan = runner.Plan(matrix=matrix, profile=prof, settings=settings, preset=preset)
+        plan = Plan(matrix=matrix, profile=prof, settings=settings, preset=preset)
         catalog = discover()
         if not any(plan.scenarios_of(resolve(catalog, t)) for t in plan.targets):
             raise BenchError(f"no selected target serves {', '.join(scenario.split(','))}")
@@ -273,26 +272,16 @@ def describe_levels(p: profiles.Profile) -> str:
 
 def _override(prof: profiles.Profile, concurrency, rate, requests, workers, warmup, warmup_max, duration,
               repeat) -> profiles.Profile:
-    """The profile with what the command line sets instead; options that the profile's kind has no use
-    for are usage errors rather than silently ignored."""
-    for value, option, kinds in ((rate, "--rate", ("rate",)), (requests, "--requests", ("burst",)),
-                                 (workers, "--workers", ("ramp",)), (concurrency, "--concurrency",
-                                                                     ("throughput", "burst", "rate")),
-                                 (duration, "--duration", ("throughput", "rate"))):
-        if value is not None and prof.kind not in kinds:
-            raise UsageError(f"{option} does not apply to the {prof.kind} profile '{prof.name}' "
-                             f"(it applies to: {', '.join(kinds)})")
-    conc = tuple(options.positive_ints(concurrency, "--concurrency", profiles.MAX_CONNECTIONS)) if concurrency else None
+    """The profile with the command line's options, parsed (the profile checks what applies to it)."""
     if requests is not None and not 1 <= requests <= 10_000_000:
         raise UsageError(f"--requests {requests} must be from 1 to 10,000,000")
-    if requests is not None and requests < max(conc or prof.concurrency):
-        raise UsageError(f"--requests {requests} is fewer than the concurrency {max(conc or prof.concurrency)}")
     if workers is not None and not 0 <= workers <= 64:
         raise UsageError(f"--workers {workers} must be from 0 to 64")
-    ramp = dataclasses.replace(prof.ramp, workers=workers) if workers is not None else None
     return prof.with_overrides(
-        concurrency=conc, rates=tuple(options.positive_ints(rate, "--rate", 1_000_000)) if rate else None,
-        requests=requests, ramp=ramp, repeat=repeat,
+        concurrency=tuple(options.positive_ints(concurrency, "--concurrency", profiles.MAX_CONNECTIONS))
+        if concurrency else None,
+        rates=tuple(options.positive_ints(rate, "--rate", 1_000_000)) if rate else None,
+        requests=requests, workers=workers, repeat=repeat,
         warmup_s=options.duration(warmup, "--warmup", allow_zero=True) if warmup else None,
         warmup_max_s=options.duration(warmup_max, "--warmup-max") if warmup_max else None,
         duration_s=options.duration(duration, "--duration") if duration else None)
@@ -339,7 +328,7 @@ def _print_results(df) -> None:
         col.no_wrap = True
     table.columns[-1].max_width = 40
     for _, r in df.iterrows():
-        cells = [r["target"], r["scenario"], runner.level_label(_present(r)), str(r["repeat"])]
+        cells = [r["target"], r["scenario"], level_label(_present(r)), str(r["repeat"])]
         if r["status"] != "ok":
             table.add_row(*cells, *[""] * 8, f"[red]{escape(str(r['reason']).splitlines()[0][:70])}[/]")
             continue

@@ -99,6 +99,7 @@ def register(app: typer.Typer) -> None:
                   results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir")) -> None:
         """Run one target N times on one scenario and level (A/A) and store this machine's noise floor."""
         from . import profiles, runner
+        from .plan import Plan
         from .catalog import discover, resolve
         from .errors import UsageError
         from .scenarios import SCENARIOS, parse_list
@@ -112,7 +113,7 @@ def register(app: typer.Typer) -> None:
                              workers=None, warmup=warmup, warmup_max=warmup_max, duration=duration, repeat=repeat)
         settings = cli._settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port,
                                  start_timeout=start_timeout)
-        plan = runner.Plan(matrix={target.id: scenarios}, profile=prof, settings=settings)
+        plan = Plan(matrix={target.id: scenarios}, profile=prof, settings=settings)
         if not plan.scenarios_of(target):
             raise UsageError(f"{target.id} does not serve {scenario} "
                              f"(it serves {', '.join(target.framework.scenarios)})")

@@ -95,8 +95,35 @@ class Profile:
         return cls(**{k: v for k, v in d.items() if k in {f.name for f in fields(cls)}})
 
     def with_overrides(self, **changes) -> "Profile":
-        """A copy with the given fields replaced (None: keep); the command line's way to edit a profile."""
-        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+        """A copy with what the command line sets instead (None: keep). An option the profile's kind
+        has no use for is a usage error rather than silently ignored."""
+        for fld, value in changes.items():
+            option, kinds = OVERRIDES.get(fld, (None, None))
+            if value is not None and kinds and self.kind not in kinds:
+                raise UsageError(f"{option} does not apply to the {self.kind} profile '{self.name}' "
+                                 f"(it applies to: {', '.join(kinds)})")
+        workers = changes.pop("workers", None)
+        if workers is not None:
+            changes["ramp"] = replace(self.ramp, workers=workers)
+        p = replace(self, **{k: v for k, v in changes.items() if v is not None})
+        problem = p.inconsistency()
+        if problem:
+            raise UsageError(f"--requests {problem}")
+        return p
+
+    def inconsistency(self) -> str:
+        """What makes the profile impossible to run, or ''."""
+        if self.kind == "burst" and self.requests < max(self.concurrency):
+            return (f"{self.requests} is fewer than the largest concurrency {max(self.concurrency)}: every "
+                    f"connection must send at least one request")
+        return ""
+
+
+# Profile fields the command line can set: the option, and the kinds of profile it applies to (None: all).
+OVERRIDES = {"concurrency": ("--concurrency", ("throughput", "burst", "rate")), "rates": ("--rate", ("rate",)),
+             "requests": ("--requests", ("burst",)), "workers": ("--workers", ("ramp",)),
+             "duration_s": ("--duration", ("throughput", "rate")), "warmup_s": ("--warmup", None),
+             "warmup_max_s": ("--warmup-max", None), "repeat": ("--repeat", None)}
 
 
 def shipped() -> dict[str, Path]:
@@ -168,9 +195,8 @@ def parse(doc: dict, path: Path, name: str | None = None) -> Profile:
         source=str(path))
     if kind == "burst":
         p = replace(p, requests=count(doc, "requests"))
-        if p.requests < max(p.concurrency):
-            raise err("requests", f"{p.requests} is fewer than the largest concurrency {max(p.concurrency)}: "
-                                  f"every connection must send at least one request")
+    if p.inconsistency():
+        raise err("requests", p.inconsistency())
     if kind == "rate":
         p = replace(p, rates=ints("rates", None, 1_000_000))
     if kind == "ramp":

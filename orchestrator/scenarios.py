@@ -1,11 +1,21 @@
-"""The scenarios of frameworks/CONTRACT.md: the request each one sends and the response it expects.
+"""The scenarios of frameworks/CONTRACT.md: the request each one sends, the response it expects,
+how an answer is checked, and the backend work of one request.
 
-One table serves the load drivers (what to send) and verification (what must come back).
+One table serves the load drivers (what to send), verification (what must come back: CONTRACT.md's
+rules 1-4, plus a scenario's own rule, such as db-write's read-back) and the evidence (what Redis
+and MariaDB must count per request). A new scenario is one entry here.
 """
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
+
+from .httpclient import Response, request
+
+# Asks a target to name the thread that served the request (X-Thread), for the thread-model check.
+THREAD_HEADERS = {"X-Report-Thread": "1"}
 
 HELLO = "Hello, World!"
 SEED_ROWS = 10_000
@@ -40,6 +50,50 @@ class Scenario:
     def is_json(self) -> bool:
         return self.media_type == "application/json"
 
+    def check(self, port: int) -> tuple[list[str], Response]:
+        """Request the scenario once (asking for the thread that served it) and check the answer;
+        returns the broken rules and the response."""
+        r = request(port, self.method, self.path, self.body, {**self.headers, **THREAD_HEADERS})
+        return check_response(self, r, self.expected), r
+
+
+@dataclass(frozen=True)
+class DbRead(Scenario):
+    def check(self, port: int) -> tuple[list[str], Response]:
+        """Also: a row that does not exist is a 404."""
+        problems, r = super().check(port)
+        missing = request(port, "GET", "/db?id=0")
+        if missing.status != 404:
+            problems.append(f"GET /db?id=0 gave {missing.status}, expected 404")
+        return problems, r
+
+
+@dataclass(frozen=True)
+class DbWrite(Scenario):
+    def check(self, port: int) -> tuple[list[str], Response]:
+        """Two writes give two different ids, and each row reads back as written."""
+        problems, ids, first = [], [], None
+        for _ in range(2):
+            r = request(port, self.method, self.path, self.body, {**self.headers, **THREAD_HEADERS})
+            first = first or r
+            p = check_response(self, r, None)
+            if p:
+                return p, r
+            try:
+                doc = json.loads(r.body)
+                ids.append(int(doc["id"]))
+                if set(doc) != {"id"}:
+                    problems.append(f"body {doc}, expected only an 'id'")
+            except (ValueError, KeyError, TypeError):
+                return [f"body {r.body[:200]!r}, expected {{\"id\": N}}"], r
+        if ids[0] == ids[1]:
+            problems.append(f"two writes returned the same id {ids[0]}")
+        read = SCENARIOS["db-read"]
+        for i in ids:
+            back = request(port, "GET", f"/db?id={i}")
+            problems += [f"reading back row {i}: {p}" for p in check_response(read, back, {"id": i, **NEW_ITEM})]
+        return problems, first
+
 
 NEW_ITEM = {"name": "bench-write", "price": 1.5}
 _JSON_BODY = {"Content-Type": "application/json"}
@@ -53,12 +107,56 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     Scenario("cpu", "GET", "/cpu?n=20000", 200, "application/json", {"n": 20000, "primes": 2262}),
     Scenario("redis", "GET", "/redis", 200, "application/json", list(REDIS_SEED.values()),
              backend_work={"redis_commands": 1}),
-    Scenario("db-read", "GET", "/db?id=42", 200, "application/json", seeded_row(42), backend_work={"db_selects": 1}),
-    Scenario("db-write", "POST", "/db", 201, "application/json", None,
+    DbRead("db-read", "GET", "/db?id=42", 200, "application/json", seeded_row(42), backend_work={"db_selects": 1}),
+    DbWrite("db-write", "POST", "/db", 201, "application/json", None,
              body=b'{"name":"bench-write","price":1.5}', headers=_JSON_BODY, backend_work={"db_inserts": 1}),
     Scenario("proxy", "GET", "/proxy/sleep?ms=100", 200, "application/json", {"sleptMs": 100}),
     Scenario("proxy-json", "GET", "/proxy/json", 200, "application/json", {"message": HELLO}),
 ]}
+
+
+
+def same_json(actual: Any, expected: Any) -> bool:
+    """Equal documents, numbers compared as numbers (10.5 == 10.50, 1 == 1.0)."""
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return actual is expected
+    if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
+        return math.isclose(actual, expected, rel_tol=0, abs_tol=1e-9)
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and actual.keys() == expected.keys() and all(
+            same_json(actual[k], expected[k]) for k in expected)
+    if isinstance(expected, list):
+        return isinstance(actual, list) and len(actual) == len(expected) and all(
+            same_json(a, e) for a, e in zip(actual, expected))
+    return actual == expected
+
+
+def check_response(s: Scenario, r: Response, expected: Any, status: int | None = None) -> list[str]:
+    """Rules 1-4: status, media type, framing, exact body. Returns the broken rules."""
+    status = status or s.status
+    problems = []
+    if r.status != status:
+        return [f"status {r.status}, expected {status} (body: {r.body[:200]!r})"]
+    if r.media_type != s.media_type:
+        problems.append(f"Content-Type '{r.header('content-type')}', expected {s.media_type}")
+    length = r.header("content-length")
+    if length is not None:
+        if not length.isdigit() or int(length) != len(r.body):
+            problems.append(f"Content-Length {length} but the body has {len(r.body)} bytes")
+    elif "chunked" not in (r.header("transfer-encoding") or "").lower():
+        problems.append("neither Content-Length nor chunked Transfer-Encoding")
+    if expected is None:
+        return problems
+    if s.is_json:
+        try:
+            doc = json.loads(r.body)
+        except ValueError:
+            return problems + [f"body is not JSON: {r.body[:200]!r}"]
+        if not same_json(doc, expected):
+            problems.append(f"body {json.dumps(doc)[:200]}, expected {json.dumps(expected)}")
+    elif r.body.decode("utf-8", "replace") != expected:
+        problems.append(f"body {r.body[:200]!r}, expected {expected!r}")
+    return problems
 
 
 # What a framework.toml may list: the scenarios with an endpoint of their own.

@@ -48,7 +48,7 @@ SCHEMA = pa.schema([
     ("step", pa.int64()),          # ramp profile: the step (1-based); else null
     ("repeat", pa.int64()),
     ("status", pa.string()), ("reason", pa.string()),
-    # warmup_s: the seconds the warm-up took (a failed cell: the profile's window, none having run)
+    # warmup_s: the seconds the warm-up took before the window (null in a failed row)
     ("warmup_s", pa.float64()), ("warmup_windows", pa.int64()), ("duration_s", pa.float64()),
     ("requests", pa.int64()), ("rps", pa.float64()), ("bytes", pa.int64()),
     ("errors_connect", pa.int64()), ("errors_read", pa.int64()), ("errors_write", pa.int64()),

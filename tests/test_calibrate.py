@@ -7,10 +7,13 @@ import signal
 import socket
 
 import psutil
+import pytest
 
 from conftest import bench, owned, start_bench, wait_for
 from orchestrator import calibrate
 from orchestrator.checks import near_ceiling
+
+pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
 
 PORT = "29180"
 

@@ -10,12 +10,16 @@ import time
 
 import pandas as pd
 from rich.console import Console
+import pytest
 
-from orchestrator import runner
+from orchestrator.environment import Environment
+from orchestrator.plan import Settings
 from orchestrator.catalog import discover, resolve
 from orchestrator.docker_engine import LABEL_OWNER, client
 
 from conftest import FIXTURES, PORTS, ROOT, bench
+
+pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators, Docker
 
 DOCKER = ["--runtime", "docker", "--offline"]
 
@@ -35,12 +39,12 @@ def test_run_in_containers_writes_the_same_rows(results_dir):
 
 def test_the_jvm_in_the_container_sees_its_cpu_and_memory_limits(tmp_path, monkeypatch):
     monkeypatch.setenv("BENCH_FRAMEWORKS_DIR", str(FIXTURES))
-    settings = runner.Settings(runtime="docker", offline=True, memory="768m", server_cpus="1", port=29080)
-    pipeline = runner.Pipeline(settings, tmp_path, Console(quiet=True))
-    pipeline.catalog = discover(FIXTURES)
-    target = resolve(pipeline.catalog, "fixture:ok")
-    pipeline.build_all([target])
-    started = pipeline.start(target, {}, "limits")
+    settings = Settings(runtime="docker", offline=True, memory="768m", server_cpus="1", port=29080)
+    environment = Environment(settings, tmp_path, Console(quiet=True))
+    environment.catalog = discover(FIXTURES)
+    target = resolve(environment.catalog, "fixture:ok")
+    environment.build_all([target])
+    started = environment.start(target, {}, "limits")
     try:
         c = started.server.container
         c.reload()

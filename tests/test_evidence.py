@@ -7,6 +7,8 @@ import pytest
 
 from conftest import PORTS, bench
 
+pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
+
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):

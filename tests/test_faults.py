@@ -15,6 +15,8 @@ from orchestrator import results
 
 from conftest import PORTS, bench, owned, owned_by, start_bench, wait_for
 
+pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
+
 FAST = ["--warmup", "0s", "-d", "3s", "-c", "4"]
 
 

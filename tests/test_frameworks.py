@@ -11,6 +11,7 @@ from conftest import PORTS, bench
 FRAMEWORKS = sorted(discover())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_framework_verifies(framework):
     r = bench("verify", "--framework", framework, *PORTS, frameworks=None, timeout=1800)

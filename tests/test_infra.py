@@ -10,6 +10,8 @@ import redis
 
 from orchestrator import infra
 
+pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
+
 
 @pytest.fixture
 def running():

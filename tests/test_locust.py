@@ -82,6 +82,7 @@ def check_every_second_and_step(result: drivers.LoadResult, ramp: Ramp):
         assert r.duration_s == len(mine) and r.requests == sum(rec["rps"] for rec in mine), step
 
 
+@pytest.mark.slow
 def test_a_stall_is_a_zero_second_that_its_step_counts(server, tmp_path):
     # No answer from 2 s after the first request for 2.5 s: at least one whole second, inside step 1.
     server.stall = (2.0, 2.5)
@@ -101,6 +102,7 @@ def test_a_stall_is_a_zero_second_that_its_step_counts(server, tmp_path):
     assert first.duration_s >= 4 and first.rps < sum(busy) / len(busy), (first, busy)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [0, 2])
 def test_a_step_covers_the_seconds_its_users_ran(server, tmp_path, workers):
     # 20 users more per step at a spawn rate of the step's users: each spawn takes about a second.

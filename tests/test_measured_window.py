@@ -17,6 +17,8 @@ from orchestrator import drivers
 from orchestrator.jdk import find_jdk
 from orchestrator.scenarios import Scenario
 
+pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
+
 PORT = 29480
 # Every 20th request sleeps 200 ms, the others answer at once: a heavy tail of known shape.
 TAIL = Scenario("tail", "GET", "/sleep?ms=200&every=20", 200, "application/json", None)

@@ -45,6 +45,7 @@ def test_the_floor_is_the_newest_entry_of_the_machine(tmp_path):
     assert noise.describe(newest).startswith("rps CV 30.0%, p99 CV ")
 
 
+@pytest.mark.slow
 def test_bench_noise_on_the_fixture_stores_a_floor_that_the_report_of_this_machine_quotes(results_dir):
     r = bench("noise", "-f", "fixture:ok", "--repeat", "2", "-d", "2s", "--warmup", "1s", "--warmup-max", "3s",
               "--results-dir", str(results_dir), *PORTS)

@@ -8,6 +8,8 @@ from nbclient import NotebookClient
 from conftest import ROOT
 from orchestrator import analysis
 
+pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators, a Jupyter kernel
+
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 

@@ -6,10 +6,11 @@ import json
 from dataclasses import replace
 
 import pandas as pd
+import pytest
 
 from orchestrator import parity
 from orchestrator.catalog import discover, select
-from orchestrator.runner import Settings, pool_env
+from orchestrator.plan import Settings, pool_env
 
 from conftest import PORTS, bench, bench_env
 
@@ -33,6 +34,7 @@ def test_the_columns_that_differ_are_named():
     assert parity.differing(t) == ["server"]
 
 
+@pytest.mark.slow
 def test_a_run_records_versions_maven_resolved_and_the_threads_after_load(results_dir):
     # pools shrunk as a user would, one by option and one by environment: both show in the parity
     # table and are obeyed under load, as the backends themselves count connections

@@ -9,12 +9,14 @@ import time
 
 import pandas as pd
 import psutil
+import pytest
 
 from orchestrator import results
 
 from conftest import FIXTURES, PORTS, ROOT, bench, owned_by
 
 
+@pytest.mark.slow
 def test_verify_passes_and_fails_with_clear_reasons():
     r = bench("verify", "-f", "fixture", "-v", "ok,wrong-primes,wrong-thread", *PORTS)
     assert r.returncode == 1, r.stdout + r.stderr
@@ -25,6 +27,7 @@ def test_verify_passes_and_fails_with_clear_reasons():
     assert "does not match the variant's thread model" in out
 
 
+@pytest.mark.slow
 def test_run_writes_a_parquet_that_pandas_reads(results_dir):
     r = bench("run", "-f", "fixture:ok", "-s", "json,sleep", "-c", "8", "--warmup", "1s", "-d", "2s",
               "--results-dir", str(results_dir), *PORTS)
@@ -47,6 +50,7 @@ def test_run_writes_a_parquet_that_pandas_reads(results_dir):
     assert (run_dir / "logs" / "fixture-ok-" f"{run_dir.name}.log").exists()
 
 
+@pytest.mark.slow
 def test_a_target_that_dies_fails_its_cells_and_the_run_goes_on(results_dir):
     r = bench("run", "-f", "fixture", "-v", "dies,ok", "-s", "json", "-c", "4", "--warmup", "0s", "-d", "5s",
               "--results-dir", str(results_dir), *PORTS)
@@ -57,6 +61,7 @@ def test_a_target_that_dies_fails_its_cells_and_the_run_goes_on(results_dir):
     assert df[df["variant"] == "ok"].iloc[0]["status"] == "ok"
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_finished_cells_leaves_nothing_running_and_resume_finishes(results_dir):
     argv = [sys.executable, "-m", "orchestrator.cli", "run", "-f", "fixture:ok", "-s", "plaintext,json,cpu",
             "-c", "4,8", "--warmup", "0s", "-d", "2s", "--results-dir", str(results_dir), *PORTS]
@@ -119,7 +124,7 @@ BAD_INPUT = [
     (["run", "--preset", "redis-frameworks", "-f", "fixture"], {}, "--preset chooses the targets"),
     (["run", "-f", "fixture", "--rate", "100"], {}, "--rate does not apply to the throughput profile"),
     (["run", "-f", "fixture", "-p", "rate", "--rate", "0"], {}, "--rate '0': each must be a whole number"),
-    (["run", "-f", "fixture", "-p", "burst", "--requests", "10"], {}, "--requests 10 is fewer than the concurrency"),
+    (["run", "-f", "fixture", "-p", "burst", "--requests", "10"], {}, "--requests 10 is fewer than the largest concurrency"),
     (["run", "-f", "fixture", "-p", "ramp", "--workers", "-1"], {}, "--workers -1 must be from 0 to 64"),
     (["run", "--resume", "no-such-run"], {}, "no run 'no-such-run'"),
     (["results", "no-such-run"], {}, "no run 'no-such-run'"),
@@ -146,6 +151,7 @@ def test_bad_input_is_one_line_and_exit_2(results_dir):
     assert not list(results_dir.iterdir())
 
 
+@pytest.mark.slow
 def test_a_malformed_manifest_stops_every_command(tmp_path):
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "framework.toml").write_text('name = "bad"\n[build\n')

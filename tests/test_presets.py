@@ -7,6 +7,8 @@ from conftest import PORTS, ROOT, bench
 from orchestrator import presets, results
 from orchestrator.catalog import discover
 
+pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
+
 
 @pytest.mark.parametrize("name", sorted(presets.shipped()))
 def test_a_preset_runs_to_completion_in_its_quick_form(results_dir, name):

@@ -73,6 +73,7 @@ def run_profile(results_dir, *args):
     return results.load(run), results.load_timeseries(run), json.loads((run / "run.json").read_text())
 
 
+@pytest.mark.slow
 def test_burst_sends_exactly_the_requests_asked_at_each_concurrency(results_dir):
     df, ts, meta = run_profile(results_dir, "-s", "json,sleep", "-p", "burst", "--requests", "600",
                                "-c", "20,200", "--warmup", "1s", "--warmup-max", "2s")
@@ -86,6 +87,7 @@ def test_burst_sends_exactly_the_requests_asked_at_each_concurrency(results_dir)
     assert meta["plan"]["profile"]["requests"] == 600
 
 
+@pytest.mark.slow
 def test_h2load_bursts_too(results_dir, tmp_path):
     path = tmp_path / "h2.toml"
     path.write_text('kind = "burst"\ndriver = "h2load"\nrequests = 300\nconcurrency = [30]\nwarmup = "0s"\n')
@@ -94,6 +96,7 @@ def test_h2load_bursts_too(results_dir, tmp_path):
     assert df.loc[0, "latency_min_ms"] >= 100 and df.loc[0, "latency_stdev_ms"] >= 0
 
 
+@pytest.mark.slow
 def test_h2load_says_when_it_cannot_read_a_status_line(tmp_path):
     """Debian's h2load counts a response whose status line has no reason phrase (Tomcat's) as failed."""
     import socket
@@ -122,6 +125,7 @@ def test_h2load_says_when_it_cannot_read_a_status_line(tmp_path):
     server.close()
 
 
+@pytest.mark.slow
 def test_rate_holds_the_arrival_rate_in_an_open_model(results_dir):
     df, ts, _ = run_profile(results_dir, "-s", "sleep", "-p", "rate", "--rate", "100,300", "-c", "100",
                             "-d", "4s", "--warmup", "1s", "--warmup-max", "2s")
@@ -134,6 +138,7 @@ def test_rate_holds_the_arrival_rate_in_an_open_model(results_dir):
     assert "littles-law" not in ",".join(df["flags"])
 
 
+@pytest.mark.slow
 def test_a_rate_the_vus_cannot_carry_is_flagged(results_dir):
     # 5 VUs with 100 ms each carry at most 50 req/s: at 200 req/s k6 drops arrivals.
     df, _, _ = run_profile(results_dir, "-s", "sleep", "-p", "rate", "--rate", "200", "-c", "5", "-d", "3s",
@@ -141,6 +146,7 @@ def test_a_rate_the_vus_cannot_carry_is_flagged(results_dir):
     assert df.loc[0, "dropped"] > 0 and "rate-not-met" in df.loc[0, "flags"], df.iloc[0]
 
 
+@pytest.mark.slow
 def test_k6_runs_a_closed_loop_too(results_dir, tmp_path):
     path = tmp_path / "k6-closed.toml"
     path.write_text('kind = "throughput"\ndriver = "k6"\nconcurrency = [10]\nduration = "3s"\nwarmup = "0s"\n')
@@ -151,6 +157,7 @@ def test_k6_runs_a_closed_loop_too(results_dir, tmp_path):
     assert df.loc[0, "bytes"] > 0
 
 
+@pytest.mark.slow
 def test_ramp_writes_a_row_per_step_and_a_time_series_with_workers(results_dir, tmp_path):
     path = tmp_path / "short-ramp.toml"
     path.write_text('kind = "ramp"\nwarmup = "0s"\n'

@@ -175,6 +175,7 @@ def chromium(*args: str, profile) -> subprocess.CompletedProcess:
                           timeout=180)
 
 
+@pytest.mark.slow
 def test_report_loads_in_chromium_without_errors_and_every_image_renders(run_dir, tmp_path):
     assert_renders(run_dir, tmp_path)
 

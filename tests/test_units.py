@@ -13,7 +13,7 @@ from orchestrator.errors import UsageError
 from orchestrator.evidence import Evidence
 from orchestrator.jvm import cpu_count
 from orchestrator.scenarios import SCENARIOS
-from orchestrator.verify import same_json
+from orchestrator.scenarios import same_json
 
 WRK_DOC = {"requests": 123456, "duration_us": 10_000_000, "bytes": 9_876_543, "connect": 0, "read": 2,
            "write": 0, "timeout": 1, "status": 5, "min": 80, "max": 45_000, "mean": 2_070.5, "stdev": 900.25,

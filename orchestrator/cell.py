@@ -1,0 +1,97 @@
+"""One cell: warm the target up, drive the profile's load while sampling the server and the
+backends, check the target still answers, and turn the windows into rows (rows.py) with their
+flags (checks.py, evidence.py)."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from . import drivers
+from . import rows as rows_mod
+from .calibrate import ceilings
+from .checks import cell_flags
+from .environment import Environment, Started
+from .errors import TargetFailed
+from .evidence import Probe, off_contract
+from .httpclient import request
+from .jvm import cpu_count
+from .plan import Plan
+from .procs import log_tail
+from .sampling import Sampler
+from .scenarios import SCENARIOS
+from .warmup import warm_up
+
+MiB = 2**20
+PROBE_TIMEOUT_S = 10.0
+
+
+def load_dir(environment: Environment, target_id: str, repeat: int) -> Path:
+    """Where a target's generator files go: one folder per target and repeat (each file is named by
+    scenario and level), so that no later target or repeat overwrites them."""
+    return environment.logs / "load" / f"{target_id.replace(':', '-')}-r{repeat}"
+
+
+def measure_cell(environment: Environment, started: Started, plan: Plan, base: dict, scenario: str,
+                 concurrency: int, rate: float | None, infra=None) -> tuple[list[dict], list[dict]]:
+    """Warm up, drive the profile's load while sampling the server, check the server still answers;
+    returns the measurement rows (one; a ramp: one per step) and the per-second series (ramp).
+
+    The server's figures are those of the generator's own window (each driver reports its start
+    and length), not of the whole driver call around it."""
+    s, p = plan.settings, plan.profile
+    out_dir = load_dir(environment, base["target"], base["repeat"])
+    spec = drivers.LoadSpec(port=s.port, scenario=SCENARIOS[scenario], cpus=s.loadgen_cpus,
+                            timeout_s=s.request_timeout_s, out_dir=out_dir / "warmup",
+                            concurrency=p.warmup_connections(concurrency), duration_s=p.warmup_s,
+                            rate=rate if p.kind == "rate" else None)
+    warm = warm_up(p.warmup_s, p.warmup_max_s, spec, started.server.pid)
+    load = replace(spec, concurrency=concurrency, duration_s=p.duration_s, requests=p.requests, rate=rate,
+                   ramp=p.ramp, out_dir=out_dir)
+    with Sampler(started.server, s.loadgen_cpus, probe=Probe(infra) if infra else None) as sampler:
+        result = drivers.get(p.driver).run(load)
+    alive = started.server.exit_code() is None
+    if not alive:
+        raise TargetFailed(f"target exited with {started.server.exit_code()} during the cell; last lines of "
+                           f"{started.server.log_path}:\n{log_tail(started.server.log_path)}")
+    try:
+        request(s.port, "GET", environment.catalog[base["framework"]].health_path, timeout=PROBE_TIMEOUT_S)
+    except OSError:
+        raise TargetFailed(f"target stopped answering: no response to its health path within {PROBE_TIMEOUT_S:.0f} s "
+                           f"after the cell ({result.requests} requests answered in the cell); last lines of "
+                           f"{started.server.log_path}:\n{log_tail(started.server.log_path)}") from None
+    base = {**base, "warmup_s": warm.spent_s, "warmup_windows": len(warm.windows)}
+    cores = cpu_count(s.loadgen_cpus)
+    ceiling = ceilings(loadgen_cpus=s.loadgen_cpus).get(p.driver)
+    # Little's law ties rps and latency to the clients only in a closed loop of fixed size.
+    closed = p.kind in ("throughput", "ramp")
+
+    def flags(conc: int, r: drivers.LoadResult, smp) -> list[str]:
+        backends = off_contract(SCENARIOS[scenario], smp.evidence.per_request(r.requests)) if smp.evidence else []
+        return (cell_flags(conc, r, cores, alive, closed_loop=closed, loadgen_cpus_busy_pct=smp.loadgen_cpus_busy_pct,
+                           ceiling=ceiling)
+                + backends + r.flags + ([] if warm.steady else ["not-steady"]))
+
+    def window(r: drivers.LoadResult, whole_load: bool = False):
+        return sampler.window(r.started_at, r.started_at + r.duration_s, whole_load)
+
+    if p.ramp is None:
+        smp = window(result, whole_load=True)
+        row = rows_mod.measured({**base, "concurrency": concurrency, "rate": rate}, result, smp, flags(concurrency, result, smp))
+        return [row], []
+    rows = []
+    for step, r in enumerate(result.steps, start=1):
+        users = p.ramp.users(step)
+        smp = window(r)
+        rows.append(rows_mod.measured({**base, "concurrency": users, "step": step, "duration_s": r.duration_s},
+                                  r, smp, flags(users, r, smp)))
+    series = []
+    for rec in result.timeseries:
+        smp = sampler.window(rec["epoch_s"], rec["epoch_s"] + 1)
+        # the driver names each second's step by the users then running (None: a second in transition)
+        series.append({**rec, "run_id": base["run_id"], "target": base["target"], "scenario": scenario,
+                       "repeat": base["repeat"],
+                       "server_cpu_pct": 100.0 * smp.cpu_s if smp.cpu_s == smp.cpu_s else None,
+                       "server_rss_mb": smp.peak_rss_bytes / MiB if smp.peak_rss_bytes else None,
+                       "server_threads": smp.peak_threads or None,
+                       "loadgen_cpus_busy_pct": smp.loadgen_cpus_busy_pct})
+    return rows, series

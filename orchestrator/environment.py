@@ -1,0 +1,193 @@
+"""The environment of a run: the catalog, the JDK, builds and images, Redis and MariaDB, and starting
+a target (after its backend, if it is a gateway) until it answers on 127.0.0.1 and passes
+verification. Every command that starts targets (run, verify, noise, parity) goes through it.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from . import infra as infra_mod
+from . import runtimes
+from .build import build
+from .catalog import Framework, Target, discover, resolve
+from .errors import BenchError, TargetFailed, UsageError
+from .httpclient import request
+from .jdk import Jdk, find_jdk
+from .jvm import jvm_options
+from .plan import Settings, pool_env
+from .procs import ensure_port_free, log_tail, public_listeners
+from .runtimes import LaunchSpec, Runtime, Server
+from .verify import Verification, verify
+
+MiB = 2**20
+
+
+@dataclass
+class Started:
+    server: Server
+    startup_s: float
+    rss_after_start_mb: float
+    backend: "Started | None" = None
+
+    def stop(self) -> None:
+        self.server.stop()
+        if self.backend:
+            self.backend.stop()
+
+
+def wait_ready(server: Server, port: int, path: str, timeout_s: float, started: float) -> float:
+    """Seconds from spawn to the first 200 on the health path; TargetFailed on exit or timeout."""
+    while True:
+        code = server.exit_code()
+        if code is not None:
+            raise TargetFailed(f"exited with {code} while starting; last lines of {server.log_path}:\n"
+                               f"{log_tail(server.log_path)}")
+        try:
+            if request(port, "GET", path, timeout=2).status == 200:
+                return time.monotonic() - started
+        except OSError:
+            pass
+        if time.monotonic() - started > timeout_s:
+            raise TargetFailed(f"no 200 on {path} within {timeout_s:.0f} s; last lines of {server.log_path}:\n"
+                               f"{log_tail(server.log_path)}")
+        time.sleep(0.05)
+
+
+class Environment:
+    """What the commands share: the catalog, the JDK, builds, images, and starting and verifying
+    targets (with their backends) on free ports."""
+
+    def __init__(self, settings: Settings, logs: Path, console: Console):
+        self.settings = settings
+        self.logs = logs
+        self.console = console
+        self.catalog = discover()
+        self.runtime: Runtime = runtimes.get(settings.runtime, settings.memory)
+        self.runtime.check()
+        self.jdk: Jdk = find_jdk()
+        self.artifacts: dict[str, Path] = {}
+        self.build_failures: dict[str, str] = {}
+        self.build_times: dict[str, float | None] = {}
+        self.infra_images: dict[str, str] = {}
+
+    def frameworks_for(self, targets: list[Target]) -> list[Framework]:
+        names = []
+        for t in targets:
+            if t.framework.backend:
+                names.append(resolve(self.catalog, t.framework.backend).framework.name)
+            names.append(t.framework.name)
+        return [self.catalog[n] for n in dict.fromkeys(names)]
+
+    def build_all(self, targets: list[Target], force: bool = False) -> None:
+        for fw in self.frameworks_for(targets):
+            with self.console.status(f"building {fw.name} ({' '.join(fw.build_command)})"):
+                try:
+                    artifact, seconds = build(fw, self.jdk, self.logs / f"build-{fw.name}.log", force)
+                    self.artifacts[fw.name] = artifact
+                    self.build_times[fw.name] = seconds
+                    self.console.print(f"[green]built[/] {fw.name}" + (f" in {seconds:.1f} s" if seconds
+                                                                     else " (up to date)"))
+                except TargetFailed as e:
+                    self.build_failures[fw.name] = e.reason
+                    self.console.print(f"[red]build failed[/] {fw.name}: {e.reason.splitlines()[0]}")
+        if self.settings.runtime == "docker":
+            self.build_images()
+
+    def build_images(self) -> None:
+        """Images for the docker runtime: the bases (bootstrapped once), then one per built artifact."""
+        from . import images
+        log = lambda msg: self.console.print(msg)  # noqa: E731
+        bases = images.bases(self.jdk, self.settings.offline, log)
+        self.infra_images = {"redis": bases.redis, "mariadb": bases.mariadb}
+        for name, artifact in self.artifacts.items():
+            try:
+                self.runtime.images[name] = images.framework_image(self.catalog[name], bases.jre, log)
+            except BenchError as e:
+                self.build_failures[name] = f"image build failed: {e}"
+                self.console.print(f"[red]image build failed[/] {name}: {str(e).splitlines()[0]}")
+
+    def infra(self):
+        s = self.settings
+        return infra_mod.for_run(s.redis_port, s.db_port, s.loadgen_cpus, runtime=s.runtime, images=self.infra_images)
+
+    def _launch(self, target: Target, port: int, cpus: str, env: dict[str, str], run_id: str) -> Started:
+        fw = target.framework
+        if fw.name in self.build_failures:
+            raise TargetFailed(self.build_failures[fw.name])
+        try:
+            ensure_port_free(port, target.id)
+        except UsageError as e:
+            raise TargetFailed(str(e)) from None
+        s = self.settings
+        spec = LaunchSpec(
+            target=target, artifact=self.artifacts[fw.name], jvm_opts=jvm_options(target, s.heap, cpus),
+            env={**env, **pool_env(s, target), "PORT": str(port), "BIND_ADDRESS": "127.0.0.1"},
+            port=port, cpus=cpus, heap=s.heap,
+            log_path=self.logs / f"{target.id.replace(':', '-')}-{run_id}.log",
+            labels={"bench.run": run_id, "bench.target": target.id})
+        t0 = time.monotonic()
+        server = self.runtime.start(spec, self.jdk.java)
+        try:
+            startup = wait_ready(server, port, fw.health_path, s.start_timeout_s, t0)
+            usage = server.usage()
+            exposed = public_listeners(server.pid)
+            if exposed:
+                raise TargetFailed(f"listens beyond 127.0.0.1 on {', '.join(exposed)}: every listener must "
+                                   f"bind BIND_ADDRESS (see frameworks/CONTRACT.md)")
+        except BaseException:
+            server.stop()
+            raise
+        return Started(server, startup, usage.rss_bytes / MiB if usage else float("nan"))
+
+    def start(self, target: Target, env: dict[str, str], run_id: str) -> Started:
+        """Start the target (after its backend, if it has one) and wait until it answers."""
+        s = self.settings
+        backend = None
+        env = dict(env)
+        if target.framework.backend:
+            # The backend is fixed scenery, not the subject: it runs beside the infrastructure.
+            backend = self._launch(resolve(self.catalog, target.framework.backend), s.port + 1,
+                                   s.loadgen_cpus, env, run_id)
+            env["BACKEND_URL"] = f"http://127.0.0.1:{s.port + 1}"
+        try:
+            started = self._launch(target, s.port, s.server_cpus, env, run_id)
+        except BaseException:
+            if backend:
+                backend.stop()
+            raise
+        started.backend = backend
+        return started
+
+    def cleanup_leftovers(self) -> list[str]:
+        """What killed runs left: containers (docker runtime) and infrastructure data directories."""
+        from .cleanup import stale_data_dirs
+        return self.runtime.cleanup_leftovers() + stale_data_dirs()
+
+    def check_ports(self, targets: list[Target], shared_infra: bool) -> None:
+        """Before anything starts: every port the run will listen on must be free (UsageError)."""
+        s = self.settings
+        ensure_port_free(s.port, "the target")
+        if any(t.framework.backend for t in targets):
+            ensure_port_free(s.port + 1, "the gateway's backend")
+        if not shared_infra:
+            ensure_port_free(s.redis_port, "Redis")
+            ensure_port_free(s.db_port, "MariaDB")
+
+    def start_verified(self, target: Target, env: dict[str, str], run_id: str, tag: str) -> tuple[Started, Verification]:
+        """Start the target and check every scenario against the contract (verify.py); what the check
+        saw goes to logs/verify-<target>-<tag>.txt. A target that fails the check is stopped."""
+        started = self.start(target, env, run_id)
+        try:
+            v = verify(target, self.settings.port)
+        except BaseException:
+            started.stop()
+            raise
+        (self.logs / f"verify-{target.id.replace(':', '-')}-{tag}.txt").write_text(
+            f"{'ok' if v.ok else v.reason}\nthreads: {v.threads}\nheaders: {v.headers}\n")
+        if not v.ok:
+            started.stop()
+        return started, v

@@ -1,0 +1,93 @@
+"""What a run measures: the targets with their scenarios, the load profile, and the settings that
+are the same for every target (CPUs, heap, ports, pool limits). run.json stores the plan, so that
+`bench run --resume` measures exactly the cells that are missing."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+
+from .catalog import Target
+from .profiles import Profile
+from .scenarios import SCENARIOS
+
+
+@dataclass
+class Settings:
+    """How targets are started and loaded; the same for every target of a run."""
+    server_cpus: str = "1"
+    loadgen_cpus: str = "0"
+    heap: str = "512m"
+    port: int = 8080
+    redis_port: int = 16379
+    db_port: int = 13306
+    # CONTRACT.md's limits on work in flight, the same for every target unless a variant's env says otherwise
+    db_pool_size: int = 16
+    redis_pool_size: int = 16
+    runtime: str = "process"
+    memory: str = "1g"                 # docker runtime: the container's limit (swap included)
+    offline: bool = False              # docker runtime: never try to pull base images
+    start_timeout_s: float = 120.0
+    request_timeout_s: float = 30.0
+    # A fresh JVM for each scenario, not one per target: no scenario inherits the heap, threads, JIT
+    # state or peak RSS of the ones before it (on in presets whose tables crown RSS or threads).
+    fresh_jvm_per_scenario: bool = False
+
+
+def pool_env(s: Settings, target: Target) -> dict[str, str]:
+    """The run's pool limits with the variant's env on top: a variant whose point is another limit sets it
+    there (and its parity entry shows it); everything else gets the run's."""
+    return {"DB_POOL_SIZE": str(s.db_pool_size), "REDIS_POOL_SIZE": str(s.redis_pool_size), **target.variant.env}
+
+
+Cell = tuple[str, int, "float | None"]   # (scenario, concurrency, rate)
+
+
+@dataclass
+class Plan:
+    """What a run measures: each target with its scenarios, under one load profile."""
+    matrix: dict[str, list[str] | None]   # target id -> scenarios (None: every scenario it serves), in order
+    profile: Profile
+    settings: Settings = field(default_factory=Settings)
+    preset: str | None = None
+
+    @property
+    def targets(self) -> list[str]:
+        return list(self.matrix)
+
+    @property
+    def repeat(self) -> int:
+        return self.profile.repeat
+
+    def scenarios_of(self, target: Target) -> list[str]:
+        own = target.framework.scenarios
+        return [s for s in (self.matrix.get(target.id) or own) if SCENARIOS[s].served_as in own]
+
+    def cells(self, target: Target) -> list[Cell]:
+        """(scenario, concurrency, rate) of each cell of the target, in the order they run."""
+        return [(s, c, r) for s in self.scenarios_of(target) for c, r in self.profile.levels()]
+
+    def row_keys(self, target: Target, repeat: int, cell: Cell) -> list[tuple]:
+        """The schema.CELL_KEY of every row the cell writes."""
+        scenario, conc, rate = cell
+        return [(target.id, scenario, c, r, step, repeat) for c, r, step in self.profile.row_keys(conc, rate)]
+
+    def todo(self, targets: list[Target], done: set[tuple]) -> list[tuple[int, Target, Cell]]:
+        """(repeat, target, cell) of every cell with a row still missing, in the order they run:
+        repeats interleaved, so that each repeat of a target is a fresh JVM measured after the others."""
+        return [(r, t, cell) for r in range(1, self.repeat + 1) for t in targets for cell in self.cells(t)
+                if not set(self.row_keys(t, r, cell)) <= done]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Plan":
+        """The plan of a run.json, also of runs made before profiles (a throughput plan then)."""
+        known = {f.name for f in fields(Settings)}
+        settings = Settings(**{k: v for k, v in d["settings"].items() if k in known})
+        if "matrix" not in d:
+            profile = Profile(name="throughput", kind="throughput", driver="wrk",
+                              concurrency=tuple(d["concurrency"]), duration_s=d["duration_s"],
+                              warmup_s=d["warmup_s"], warmup_max_s=d.get("warmup_max_s", 90.0), repeat=d["repeat"])
+            return cls(matrix={t: d.get("scenarios") for t in d["targets"]}, profile=profile, settings=settings)
+        return cls(matrix=d["matrix"], profile=Profile.from_dict(d["profile"]), settings=settings,
+                   preset=d.get("preset"))
