@@ -1,4 +1,6 @@
--- The schema and seed rows of frameworks/CONTRACT.md, as the orchestrator creates them.
+-- The schema and seed rows of frameworks/CONTRACT.md: the orchestrator (infra.py) and Compose
+-- (infra.yml) both run this file. seq_1_to_N is MariaDB's Sequence engine: one statement seeds
+-- every row; N is scenarios.SEED_ROWS.
 CREATE DATABASE IF NOT EXISTS bench;
 USE bench;
 CREATE TABLE IF NOT EXISTS item (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(64) NOT NULL,

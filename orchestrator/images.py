@@ -36,7 +36,6 @@ REDIS = "bench-base/redis:bookworm"
 MARIADB = "bench-base/mariadb:bookworm"
 PUBLIC = {DEBIAN: "debian:bookworm-slim", JRE: "eclipse-temurin:25-jre"}
 MADE_BY = "bench.made-by"
-USER = "10001:10001"
 
 # The JRE's modules: what Spring Boot, Quarkus, Vert.x, Ktor, Undertow and their drivers load
 # (java.desktop for java.beans, java.sql, JMX, JFR, naming, crypto, zipfs for nested jars).

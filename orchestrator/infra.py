@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psutil
 
-from . import STATE_DIR
+from . import REPO_ROOT, STATE_DIR
 from .errors import BenchError
 from .procs import ensure_port_free, log_tail, public_listeners, require_tool, spawn, stop_pid
 from .scenarios import REDIS_SEED, SEED_ROWS
@@ -26,6 +26,14 @@ from .scenarios import REDIS_SEED, SEED_ROWS
 APT_LINE = "apt-get install -y redis-server mariadb-server"
 STATE_FILE = STATE_DIR / "infra.json"
 DB_NAME = DB_USER = "bench"
+# The schema and seed rows, one file for the orchestrator and for Compose (compose/infra.yml).
+SEED_SQL = REPO_ROOT / "compose" / "seed.sql"
+
+
+def seed_statements() -> list[str]:
+    """The statements of seed.sql, comments left out; each may run again (IF NOT EXISTS, IGNORE)."""
+    text = "\n".join(line for line in SEED_SQL.read_text().splitlines() if not line.lstrip().startswith("--"))
+    return [st.strip() for st in text.split(";") if st.strip()]
 OWNER_FILE = "owner"   # in each data directory: the PID of the bench process it belongs to, or "infra-up"
 
 
@@ -97,21 +105,21 @@ class _Processes:
 class _Containers:
     """Servers as containers: host network, the data directory mounted at the same path, a non-root user."""
     as_root = False
-    USER = "10001:10001"
 
     def __init__(self, infra: Infra, outlive: bool):
-        from .docker_engine import client
-        self.infra, self.client = infra, client()
-        self.labels = {"bench.owner": "infra-up" if outlive else str(os.getpid()), "bench.infra": infra.data_dir}
-        os.chown(infra.data_dir, 10001, 10001)
+        from .docker_engine import LABEL_OWNER, USER_ID
+        self.infra = infra
+        self.labels = {LABEL_OWNER: "infra-up" if outlive else str(os.getpid()), "bench.infra": infra.data_dir}
+        os.chown(infra.data_dir, USER_ID, USER_ID)
 
-    def _kwargs(self) -> dict:
+    def _run(self, name: str, argv: list[str], **options):
+        from .docker_engine import run_container
         d = self.infra.data_dir
-        return dict(network_mode="host", user=self.USER, volumes={d: {"bind": d, "mode": "rw"}},
-                    cpuset_cpus=self.infra.cpus, labels=self.labels)
+        return run_container(self.infra.images[name], argv, cpus=self.infra.cpus, labels=self.labels,
+                             volumes={d: {"bind": d, "mode": "rw"}}, **options)
 
     def run_once(self, name: str, argv: list[str], log: Path) -> int:
-        c = self.client.containers.run(self.infra.images[name], argv, detach=True, **self._kwargs())
+        c = self._run(name, argv)
         code = c.wait().get("StatusCode", 1)
         with open(log, "ab") as out:
             out.write(c.logs())
@@ -119,8 +127,7 @@ class _Containers:
         return code
 
     def start(self, name: str, argv: list[str], log: Path):
-        c = self.client.containers.run(self.infra.images[name], argv, detach=True, name=f"bench-{name}-{os.getpid()}-"
-                                       f"{Path(self.infra.data_dir).name[-8:]}", **self._kwargs())
+        c = self._run(name, argv, name=f"bench-{name}-{os.getpid()}-{Path(self.infra.data_dir).name[-8:]}")
         c.reload()
         self.infra.containers[name] = c.id
         self.infra.pids[name] = c.attrs["State"]["Pid"]
@@ -157,7 +164,8 @@ def _start_redis(infra: Infra, launcher) -> None:
                     f"appendonly no\nset-proc-title no\nrequirepass {infra.password}\n")
     conf.chmod(0o600)
     if infra.runtime == "docker":
-        os.chown(conf, 10001, 10001)
+        from .docker_engine import USER_ID
+        os.chown(conf, USER_ID, USER_ID)
     log = d / "redis.log"
     exited = launcher.start("redis", [exe, str(conf)], log)
 
@@ -195,16 +203,10 @@ def _start_mariadb(infra: Infra, launcher) -> None:
         if exited():
             raise BenchError("mariadbd exited")
         with _root_cursor(infra) as c:
-            c.execute(f"CREATE DATABASE IF NOT EXISTS {DB_NAME}")
+            for statement in seed_statements():
+                c.execute(statement)
             c.execute(f"CREATE USER IF NOT EXISTS '{DB_USER}'@'127.0.0.1' IDENTIFIED BY %s", (infra.password,))
             c.execute(f"GRANT ALL ON {DB_NAME}.* TO '{DB_USER}'@'127.0.0.1'")
-            c.execute(f"USE {DB_NAME}")
-            c.execute("DROP TABLE IF EXISTS item")
-            c.execute("CREATE TABLE item (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(64) NOT NULL, "
-                      "price DECIMAL(10,2) NOT NULL) ENGINE=InnoDB")
-            # seq_1_to_N comes from MariaDB's Sequence engine: one statement seeds every row.
-            c.execute(f"INSERT INTO item (id, name, price) SELECT seq, CONCAT('item-', seq), seq * 0.25 "
-                      f"FROM seq_1_to_{SEED_ROWS}")
     _wait_for(seeded, "MariaDB", log, 60)
 
 

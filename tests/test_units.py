@@ -197,3 +197,12 @@ def test_the_whole_load_s_backend_work_is_counted_exactly_not_interpolated_acros
     assert s.window(0.1, 3.1, whole_load=True).evidence.redis_commands == pytest.approx(3000)
     # interpolated at edges between polls, a counter that only rises under load comes out short
     assert s.window(0.1, 3.1).evidence.redis_commands < 2950
+
+
+def test_the_seed_file_seeds_the_rows_the_scenarios_expect():
+    from orchestrator.infra import seed_statements
+    from orchestrator.scenarios import SEED_ROWS
+    statements = seed_statements()
+    assert statements[0] == "CREATE DATABASE IF NOT EXISTS bench"
+    assert any(f"FROM seq_1_to_{SEED_ROWS}" in st for st in statements)
+    assert not any("--" in st for st in statements)

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import psutil
 
-from ..docker_engine import LABEL_OWNER, LABEL_RUN, LABEL_TARGET, client
+from ..docker_engine import LABEL_OWNER, LABEL_RUN, LABEL_TARGET, client, run_container
 from ..jvm import command_line
 from .base import LaunchSpec, Runtime, Server, Usage
 
 APP_DIR = "/app"
-USER = "10001:10001"
 
 
 def memory_bytes(limit: str) -> int:
@@ -103,10 +102,9 @@ class DockerRuntime(Runtime):
         argv = command_line(spec.target, "java", spec.jvm_opts, artifact)
         limit = memory_bytes(self.memory)
         spec.log_path.parent.mkdir(parents=True, exist_ok=True)
-        container = client().containers.run(
-            self.images[fw.name], command=argv, detach=True, network_mode="host", user=USER,
-            working_dir=APP_DIR, environment=spec.env, cpuset_cpus=spec.cpus, mem_limit=limit,
-            memswap_limit=limit, labels={**spec.labels, LABEL_OWNER: str(os.getpid())},
+        container = run_container(
+            self.images[fw.name], argv, cpus=spec.cpus, labels={**spec.labels, LABEL_OWNER: str(os.getpid())},
+            working_dir=APP_DIR, environment=spec.env, mem_limit=limit, memswap_limit=limit,
             name=f"bench-{spec.labels.get(LABEL_RUN, 'x')}-{spec.target.id.replace(':', '-')}-{os.getpid()}")
         return DockerServer(container, spec.log_path)
 
