@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from . import FRAMEWORKS_DIR
-from .errors import ManifestError, UsageError
+from .documents import Document
+from .errors import UsageError
 from .scenarios import MANIFEST_SCENARIOS
 
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -76,69 +75,26 @@ class Target:
         return f"{self.framework.name}:{self.variant.name}"
 
 
-class _Fields:
-    """Typed access to a TOML table that reports the file and the dotted field on any error."""
-
-    def __init__(self, path: Path, table: dict[str, Any], prefix: str = ""):
-        self.path, self.table, self.prefix = path, table, prefix
-
-    def fail(self, key: str, problem: str):
-        raise ManifestError(self.path, self.prefix + key, problem)
-
-    def check_keys(self, allowed: set[str]) -> None:
-        for key in self.table:
-            if key not in allowed:
-                self.fail(key, f"unknown field (allowed: {', '.join(sorted(allowed))})")
-
-    def get(self, key: str, kind: type, default: Any = ..., nonempty: bool = True) -> Any:
-        if key not in self.table:
-            if default is ...:
-                self.fail(key, "missing")
-            return default
-        value = self.table[key]
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            self.fail(key, f"must be a {kind.__name__}, not {type(value).__name__}")
-        if nonempty and kind in (str, list, dict) and not value:
-            self.fail(key, "must not be empty")
-        return value
-
-    def str_list(self, key: str, default: Any = ..., nonempty: bool = True) -> tuple[str, ...]:
-        value = self.get(key, list, default, nonempty)
-        if any(not isinstance(v, str) or not v for v in value):
-            self.fail(key, "must be a list of non-empty strings")
-        return tuple(value)
-
-    def str_map(self, key: str) -> dict[str, str]:
-        value = self.get(key, dict, {}, nonempty=False)
-        for k, v in value.items():
-            if not isinstance(v, str):
-                self.fail(f"{key}.{k}", f"must be a string, not {type(v).__name__}")
-        return dict(value)
-
-    def sub(self, key: str) -> "_Fields":
-        return _Fields(self.path, self.get(key, dict), f"{self.prefix}{key}.")
-
-
-def _parity(f: _Fields) -> dict[str, str]:
+def _parity(f: Document) -> dict[str, str]:
     declared = f.str_map("parity")
     for key in declared:
         if key not in PARITY_FIELDS:
-            f.fail(f"parity.{key}", f"unknown field (allowed: {', '.join(PARITY_FIELDS)})")
+            f.fail(f"parity.{key}", f"unknown field; valid: {', '.join(PARITY_FIELDS)}")
     return declared
 
 
-def _relative(f: _Fields, key: str) -> str:
+def _relative(f: Document, key: str) -> str:
     value = f.get(key, str)
     if Path(value).is_absolute() or ".." in Path(value).parts:
         f.fail(key, "must be a path inside the framework folder")
     return value
 
 
-def _variant(f: _Fields, name: str, scenarios: tuple[str, ...]) -> Variant:
+def _variant(f: Document, name: str, scenarios: tuple[str, ...]) -> Variant:
     if not NAME_RE.match(name):
         f.fail(name, "variant names are lower-case words joined by '-'")
     v = f.sub(name)
-    v.check_keys(VARIANT_KEYS)
+    v.check_keys(sorted(VARIANT_KEYS))
     threads = v.str_map("threads")
     for key, pattern in threads.items():
         if key != "*" and key not in scenarios:
@@ -154,12 +110,8 @@ def _variant(f: _Fields, name: str, scenarios: tuple[str, ...]) -> Variant:
 
 def load_manifest(path: Path) -> Framework:
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise ManifestError(path, "-", f"not valid TOML: {e}") from None
-    f = _Fields(path, data)
-    f.check_keys(TOP_KEYS)
+    f = Document.read(path)
+    f.check_keys(sorted(TOP_KEYS))
     name = f.get("name", str)
     if name != path.parent.name:
         f.fail("name", f"must equal the folder name '{path.parent.name}'")
@@ -171,13 +123,13 @@ def load_manifest(path: Path) -> Framework:
     scenarios = f.str_list("scenarios")
     for s in scenarios:
         if s not in MANIFEST_SCENARIOS:
-            f.fail("scenarios", f"unknown scenario '{s}' (valid: {', '.join(MANIFEST_SCENARIOS)})")
+            f.fail("scenarios", f"unknown scenario '{s}'; valid: {', '.join(MANIFEST_SCENARIOS)}")
     backend = f.get("backend", str, None)
     if backend is not None and not re.match(r"^[a-z0-9-]+:[a-z0-9-]+$", backend):
         f.fail("backend", "must be a target 'framework:variant'")
     build, start = f.sub("build"), f.sub("start")
-    build.check_keys({"command", "artifact"})
-    start.check_keys({"command"})
+    build.check_keys(("artifact", "command"))
+    start.check_keys(("command",))
     start_command = start.str_list("command")
     for arg in start_command:
         for ph in re.findall(r"\{[^}]*\}", arg):

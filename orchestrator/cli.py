@@ -50,8 +50,8 @@ RedisPoolOpt = typer.Option(16, "--redis-pool-size", envvar="REDIS_POOL_SIZE", h
 StartTimeoutOpt = typer.Option("120s", "--start-timeout", help="How long a target may take to answer its health path.")
 
 
-def _targets(framework: Optional[str], variant: Optional[str]):
-    catalog = discover()
+def _targets(framework: Optional[str], variant: Optional[str], catalog=None):
+    catalog = catalog or discover()
     frameworks = [f.strip() for f in framework.split(",")] if framework else None
     variants = [v.strip() for v in variant.split(",")] if variant else None
     return select(catalog, frameworks, variants)
@@ -206,6 +206,7 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
         timeout: str = typer.Option("30s", "--timeout", help="Per-request timeout of the load generator."),
         results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir", help="Where run folders go.")) -> None:
     """Build, verify and measure targets under a load profile; every finished cell is stored at once."""
+    catalog = discover()
     if resume:
         store = results.RunStore(results.find_run(resume, results_dir))
         plan = Plan.from_dict(store.meta()["plan"])
@@ -219,7 +220,7 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
             if framework or variant or scenario or profile != "throughput":
                 raise UsageError("--preset chooses the targets, scenarios and profile: leave out -f, -v, -s and "
                                  "--profile")
-            chosen = presets.load(preset, discover(), quick=quick)
+            chosen = presets.load(preset, catalog, quick=quick)
             matrix, prof = chosen.matrix, chosen.profile
             heap = heap or chosen.heap
             if fresh_jvm_per_scenario is None:
@@ -231,7 +232,7 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
             if chosen.scaled:
                 console.print(f"[dim]{escape(' '.join(chosen.scaled.split()))}[/]")
         else:
-            targets = _targets(framework, variant)
+            targets = _targets(framework, variant, catalog)
             scenarios = parse_list(scenario, list(SCENARIOS), "scenario")
             matrix = {t.id: scenarios for t in targets}
             prof = profiles.load(profile)
@@ -241,7 +242,6 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
         settings.request_timeout_s = options.duration(timeout, "--timeout")
         settings.fresh_jvm_per_scenario = bool(fresh_jvm_per_scenario)
         plan = Plan(matrix=matrix, profile=prof, settings=settings, preset=preset)
-        catalog = discover()
         if not any(plan.scenarios_of(resolve(catalog, t)) for t in plan.targets):
             raise BenchError(f"no selected target serves {', '.join(scenario.split(','))}")
         _check_writable(results_dir)
@@ -249,7 +249,7 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
     p = plan.profile
     console.print(f"profile {p.name} ({p.kind}, {p.driver}): {describe_levels(p)}, {p.repeat} repeat(s)")
     started = dt.datetime.now()
-    failed = runner.execute(plan, store, console)
+    failed = runner.execute(plan, store, console, catalog=catalog)
     took = (dt.datetime.now() - started).total_seconds()
     _print_results(results.load(store.dir))
     console.print(f"run {store.run_id}: {len(store.rows)} rows ({failed} failed cells) in {took:.0f} s -> "

@@ -61,11 +61,12 @@ class Environment:
     """What the commands share: the catalog, the JDK, builds, images, and starting and verifying
     targets (with their backends) on free ports."""
 
-    def __init__(self, settings: Settings, logs: Path, console: Console):
+    def __init__(self, settings: Settings, logs: Path, console: Console,
+                 catalog: dict[str, Framework] | None = None):
         self.settings = settings
         self.logs = logs
         self.console = console
-        self.catalog = discover()
+        self.catalog = catalog or discover()
         self.runtime: Runtime = runtimes.get(settings.runtime, settings.memory)
         self.runtime.check()
         self.jdk: Jdk = find_jdk()

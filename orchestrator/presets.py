@@ -7,14 +7,15 @@ orchestrator/profiles/), the settings the study used, how it was scaled to this 
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import options, profiles
 from .catalog import Framework, resolve
-from .errors import ManifestError, UsageError
+from .documents import Document
+from .errors import UsageError
 from .profiles import Profile
+from .scenarios import SCENARIOS
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
 
@@ -60,59 +61,40 @@ def load(name: str, catalog: dict[str, Framework], quick: bool = False) -> Prese
     known = shipped()
     if name not in known:
         raise UsageError(f"unknown preset '{name}'; valid: {', '.join(known)} (see `bench presets`)")
-    path = known[name]
-    try:
-        doc = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise ManifestError(path, "(syntax)", str(e)) from None
-    extra = sorted(set(doc) - {"description", "scaled", "cells", "profile", "settings", "quick"})
-    if extra:
-        raise ManifestError(path, extra[0], "unknown field; valid: description, scaled, cells, profile, settings, quick")
-    for fld in ("description", "cells", "profile"):
-        if fld not in doc:
-            raise ManifestError(path, fld, "missing")
+    doc = Document.read(known[name])
+    doc.check_keys(("description", "scaled", "cells", "profile", "settings", "quick"))
+    description = doc.get("description", str)
+    cells = doc.get("cells", list)
     matrix: dict[str, list[str]] = {}
-    if not isinstance(doc["cells"], list):
-        raise ManifestError(path, "cells", "must be an array of tables ([[cells]] with targets and scenarios)")
-    for i, group in enumerate(doc["cells"]):
-        targets, scen = group.get("targets"), group.get("scenarios")
-        if not (isinstance(targets, list) and targets and all(isinstance(t, str) for t in targets)):
-            raise ManifestError(path, f"cells[{i}].targets", "must be a list of framework:variant")
-        if not (isinstance(scen, list) and scen and all(isinstance(s, str) for s in scen)):
-            raise ManifestError(path, f"cells[{i}].scenarios", "must be a list of scenarios")
+    for i in range(len(cells)):
+        if not isinstance(cells[i], dict):
+            doc.fail("cells", "must be an array of tables ([[cells]] with targets and scenarios)")
+        group = Document(doc.path, cells[i], f"cells[{i}].")
+        group.check_keys(("targets", "scenarios"))
+        targets, scen = group.str_list("targets"), group.str_list("scenarios")
+        for s in scen:
+            if s not in SCENARIOS:
+                group.fail("scenarios", f"unknown scenario '{s}'; valid: {', '.join(SCENARIOS)}")
         for t in targets:
             try:
                 target = resolve(catalog, t)
             except UsageError as e:
-                raise ManifestError(path, f"cells[{i}].targets", str(e)) from None
+                group.fail("targets", str(e))
             matrix.setdefault(target.id, [])
             matrix[target.id] += [s for s in scen if s not in matrix[target.id]]
-    from .scenarios import SCENARIOS
-    for t, scen in matrix.items():
-        unknown = [s for s in scen if s not in SCENARIOS]
-        if unknown:
-            raise ManifestError(path, "cells", f"unknown scenario '{unknown[0]}'; valid: {', '.join(SCENARIOS)}")
-    profile_doc = doc["profile"]
+    profile_doc = doc.sub("profile")
     if quick:
-        profile_doc = _merge(profile_doc, doc.get("quick", {}))
-    profile = profiles.parse(profile_doc, path, name=f"{name}{' (quick)' if quick else ''}")
-    settings = doc.get("settings", {})
-    unknown = sorted(set(settings) - {"heap", "server_cores", "fresh_jvm_per_scenario"})
-    if unknown:
-        raise ManifestError(path, f"settings.{unknown[0]}", "unknown field; valid: heap, server_cores, "
-                                                             "fresh_jvm_per_scenario")
-    fresh = settings.get("fresh_jvm_per_scenario", False)
-    if not isinstance(fresh, bool):
-        raise ManifestError(path, "settings.fresh_jvm_per_scenario", f"must be true or false; got {fresh!r}")
-    heap = settings.get("heap")
+        profile_doc.table = _merge(profile_doc.table, doc.get("quick", dict, {}, nonempty=False))
+    profile = profiles.parse(profile_doc, name=f"{name}{' (quick)' if quick else ''}")
+    settings = doc.sub("settings", {})
+    settings.check_keys(("heap", "server_cores", "fresh_jvm_per_scenario"))
+    heap = settings.get("heap", str, None)
     if heap is not None:
         try:
-            heap = options.heap(str(heap))
+            heap = options.heap(heap)
         except UsageError as e:
-            raise ManifestError(path, "settings.heap", str(e)) from None
-    cores = settings.get("server_cores")
-    if cores is not None and (not isinstance(cores, int) or cores < 1):
-        raise ManifestError(path, "settings.server_cores", f"must be a whole number of at least 1; got {cores!r}")
-    return Preset(name=name, description=str(doc["description"]).strip(), scaled=str(doc.get("scaled", "")).strip(),
-                  matrix=matrix, profile=profile, heap=heap, server_cores=cores, fresh_jvm_per_scenario=fresh,
-                  source=str(path))
+            settings.fail("heap", str(e))
+    cores = settings.whole("server_cores") if "server_cores" in settings else None
+    return Preset(name=name, description=description.strip(), scaled=doc.get("scaled", str, "").strip(),
+                  matrix=matrix, profile=profile, heap=heap, server_cores=cores,
+                  fresh_jvm_per_scenario=settings.get("fresh_jvm_per_scenario", bool, False), source=str(doc.path))

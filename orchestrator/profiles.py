@@ -10,12 +10,11 @@ Every profile warms the target up with wrk until it is steady (see warmup.py) be
 """
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from . import options
-from .errors import ManifestError, UsageError
+from .documents import Document
+from .errors import UsageError
 
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 # kind -> the drivers that can run it, the first being the default
@@ -139,83 +138,44 @@ def load(name_or_path: str) -> Profile:
             raise UsageError(f"unknown profile '{name_or_path}' (neither a shipped profile nor a .toml file); "
                              f"valid: {', '.join(known)}")
         path = known[name_or_path]
-    try:
-        doc = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise ManifestError(path, "(syntax)", str(e)) from None
-    return parse(doc, path)
+    return parse(Document.read(path))
 
 
-def parse(doc: dict, path: Path, name: str | None = None) -> Profile:
-    """Validate a profile document; ManifestError names the file and the field."""
-    def err(fld: str, problem: str):
-        return ManifestError(path, fld, problem)
+FIELDS = ("kind", "driver", "description", "concurrency", "rates", "requests", "duration", "warmup",
+          "warmup_max", "warmup_concurrency", "repeat", "ramp")
+RAMP_FIELDS = ("start_users", "step_users", "step_duration", "steps", "workers")
 
-    known = {"kind", "driver", "description", "concurrency", "rates", "requests", "duration", "warmup",
-             "warmup_max", "warmup_concurrency", "repeat", "ramp"}
-    extra = sorted(set(doc) - known)
-    if extra:
-        raise err(extra[0], f"unknown field; valid: {', '.join(sorted(known))}")
-    kind = doc.get("kind")
-    if kind not in KINDS:
-        raise err("kind", f"{kind!r} is not a profile kind; valid: {', '.join(KINDS)}")
-    driver = doc.get("driver", KINDS[kind][0])
+
+def parse(doc: Document, name: str | None = None) -> Profile:
+    """Validate a profile document (a file, or a preset's [profile] table); ManifestError names the
+    file and the field."""
+    doc.check_keys(FIELDS)
+    kind = doc.choice("kind", tuple(KINDS), "a profile kind", default=None)
+    driver = doc.table.get("driver", KINDS[kind][0])
     if driver not in KINDS[kind]:
-        raise err("driver", f"{driver!r} cannot run a {kind} profile; valid: {', '.join(KINDS[kind])}")
-
-    def ints(fld: str, default, maximum: int) -> tuple[int, ...]:
-        value = doc.get(fld, default)
-        value = [value] if isinstance(value, int) and not isinstance(value, bool) else value
-        if not isinstance(value, list) or not value or not all(
-                isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= maximum for v in value):
-            raise err(fld, f"must be a whole number or a list of them, each 1 to {maximum:,}; got {value!r}")
-        return tuple(value)
-
-    def dur(fld: str, default: str, allow_zero: bool = False) -> float:
-        value = doc.get(fld, default)
-        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-            raise err(fld, f"must be a duration such as \"10s\"; got {value!r}")
-        try:
-            return options.duration(str(value), fld, allow_zero=allow_zero)
-        except UsageError as e:
-            raise err(fld, str(e)) from None
-
-    def count(table: dict, fld: str, default=None, minimum: int = 1, where: str = "") -> int:
-        value = table.get(fld, default)
-        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-            raise err(where + fld, f"must be a whole number of at least {minimum}; got {value!r}")
-        return value
-
+        doc.fail("driver", f"{driver!r} cannot run a {kind} profile; valid: {', '.join(KINDS[kind])}")
     p = Profile(
-        name=name or path.stem, kind=kind, driver=driver, description=str(doc.get("description", "")).strip(),
-        concurrency=ints("concurrency", [256] if kind != "rate" else [1000], MAX_CONNECTIONS),
-        duration_s=dur("duration", "10s"), warmup_s=dur("warmup", "5s", allow_zero=True),
-        warmup_max_s=dur("warmup_max", "90s"),
-        warmup_concurrency=count(doc, "warmup_concurrency") if "warmup_concurrency" in doc else None, repeat=count(doc, "repeat", 1),
-        source=str(path))
+        name=name or doc.path.stem, kind=kind, driver=driver,
+        description=str(doc.table.get("description", "")).strip(),
+        concurrency=doc.wholes("concurrency", [256] if kind != "rate" else [1000], MAX_CONNECTIONS),
+        duration_s=doc.duration("duration", "10s"), warmup_s=doc.duration("warmup", "5s", allow_zero=True),
+        warmup_max_s=doc.duration("warmup_max", "90s"),
+        warmup_concurrency=doc.whole("warmup_concurrency") if "warmup_concurrency" in doc else None,
+        repeat=doc.whole("repeat", 1), source=str(doc.path))
     if kind == "burst":
-        p = replace(p, requests=count(doc, "requests"))
-    if p.inconsistency():
-        raise err("requests", p.inconsistency())
+        p = replace(p, requests=doc.whole("requests"))
     if kind == "rate":
-        p = replace(p, rates=ints("rates", None, 1_000_000))
+        p = replace(p, rates=doc.wholes("rates", None, 1_000_000))
     if kind == "ramp":
-        table = doc.get("ramp")
-        if not isinstance(table, dict):
-            raise err("ramp", "a ramp profile needs a [ramp] table (start_users, step_users, step_duration, steps)")
-        unknown = sorted(set(table) - {"start_users", "step_users", "step_duration", "steps", "workers"})
-        if unknown:
-            raise err(f"ramp.{unknown[0]}", "unknown field; valid: start_users, step_users, step_duration, steps, "
-                                            "workers")
-        step = table.get("step_duration")
-        try:
-            step_s = options.duration(str(step), "ramp.step_duration")
-        except UsageError as e:
-            raise err("ramp.step_duration", str(e)) from None
-        p = replace(p, ramp=Ramp(start_users=count(table, "start_users", where="ramp."),
-                                 step_users=count(table, "step_users", minimum=0, where="ramp."),
-                                 step_s=step_s, steps=count(table, "steps", where="ramp."),
-                                 workers=count(table, "workers", 0, minimum=0, where="ramp.")))
+        if not isinstance(doc.table.get("ramp"), dict):
+            doc.fail("ramp", "a ramp profile needs a [ramp] table (start_users, step_users, step_duration, steps)")
+        ramp = doc.sub("ramp")
+        ramp.check_keys(RAMP_FIELDS)
+        p = replace(p, ramp=Ramp(start_users=ramp.whole("start_users"), step_users=ramp.whole("step_users", minimum=0),
+                                 step_s=ramp.duration("step_duration", None), steps=ramp.whole("steps"),
+                                 workers=ramp.whole("workers", 0, minimum=0)))
         if p.ramp.users(p.ramp.steps) > MAX_CONNECTIONS:
-            raise err("ramp", f"ends at {p.ramp.users(p.ramp.steps):,} users, more than {MAX_CONNECTIONS:,}")
+            doc.fail("ramp", f"ends at {p.ramp.users(p.ramp.steps):,} users, more than {MAX_CONNECTIONS:,}")
+    if p.inconsistency():
+        doc.fail("requests", p.inconsistency())
     return p

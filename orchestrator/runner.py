@@ -20,7 +20,7 @@ from . import infra as infra_mod
 from . import RESULTS_DIR, drivers, parity
 from . import rows as rows_mod
 from .calibrate import ceilings
-from .catalog import Target, resolve
+from .catalog import Framework, Target, resolve
 from .cell import measure_cell
 from .checks import busy_processes
 from .console import ConsoleView
@@ -34,15 +34,17 @@ from .procs import log_tail
 from .results import RunStore, new_run_id
 
 
-def execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | None = None) -> int:
+def execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | None = None,
+            catalog: dict[str, Framework] | None = None) -> int:
     """Run every missing cell of the plan into store, shown on console; returns the number of failed
-    cells. SIGTERM stops it as Ctrl-C does."""
+    cells. SIGTERM stops it as Ctrl-C does. catalog: the frameworks the plan was made from (default:
+    read again)."""
     events = Events()
     # the store listens first: a cell is on disk before anything shows it
     events.cell_measured.add_listener(lambda rows, series: store.add(rows, series))
     events.cell_failed.add_listener(lambda rows: store.add(rows))
     with quiet_sigterm(), ConsoleView(console, events):
-        return Run(plan, store, Environment(plan.settings, store.logs, console), events).execute(argv)
+        return Run(plan, store, Environment(plan.settings, store.logs, console, catalog), events).execute(argv)
 
 
 class Run:

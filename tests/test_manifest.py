@@ -75,7 +75,7 @@ BAD = [
     (lambda t: t.replace('[variants.two]', '[variants.two]\nspeed = 3'), "variants.two.speed"),
     (lambda t: 'health_path = "ping"\n' + t, "health_path"),
     (lambda t: 'backend = "spring"\n' + t, "backend"),
-    (lambda t: t.replace('[start]', '[start'), "-"),
+    (lambda t: t.replace('[start]', '[start'), "(syntax)"),   # the same word in a profile or a preset
     (lambda t: t.replace('[build]', '[parity]\nspeed = "fast"\n\n[build]'), "parity.speed"),
     (lambda t: t.replace('[build]', '[parity]\nredis = 6\n\n[build]'), "parity.redis"),
     (lambda t: t.replace('[variants.two]', '[variants.two]\nparity = { colour = "red" }'), "variants.two.parity.colour"),
