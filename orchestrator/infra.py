@@ -112,10 +112,10 @@ class _Containers:
         self.labels = {LABEL_OWNER: "infra-up" if outlive else str(os.getpid()), "bench.infra": infra.data_dir}
         os.chown(infra.data_dir, USER_ID, USER_ID)
 
-    def _run(self, name: str, argv: list[str], **options):
+    def _run(self, server: str, argv: list[str], **options):
         from .docker_engine import run_container
         d = self.infra.data_dir
-        return run_container(self.infra.images[name], argv, cpus=self.infra.cpus, labels=self.labels,
+        return run_container(self.infra.images[server], argv, cpus=self.infra.cpus, labels=self.labels,
                              volumes={d: {"bind": d, "mode": "rw"}}, **options)
 
     def run_once(self, name: str, argv: list[str], log: Path) -> int:

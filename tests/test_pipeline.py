@@ -151,10 +151,9 @@ def test_bad_input_is_one_line_and_exit_2(results_dir):
     assert not list(results_dir.iterdir())
 
 
-@pytest.mark.slow
 def test_a_malformed_manifest_stops_every_command(tmp_path):
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "framework.toml").write_text('name = "bad"\n[build\n')
     for args in (["list"], ["run", "-f", "bad"], ["verify"]):
         r = bench(*args, frameworks=tmp_path)
-        assert r.returncode == 2 and "framework.toml: field '-': not valid TOML" in r.stderr, r.stderr
+        assert r.returncode == 2 and "framework.toml: field '(syntax)': not valid TOML" in r.stderr, r.stderr
