@@ -15,11 +15,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import REPO_ROOT, RESULTS_DIR, infra as infra_mod, options, presets, profiles, results, runner
+from .catalog import discover, resolve, select
 from .console import level_label
 from .environment import Environment
-from .plan import Plan, Settings, pool_env
-from .catalog import discover, resolve, select
 from .errors import BenchError, TargetFailed, UsageError
+from .plan import Plan, Settings, pool_env
 from .scenarios import SCENARIOS, parse_list
 
 app = typer.Typer(help="Build, start, verify and load JVM web frameworks; store tidy results.",
@@ -63,14 +63,14 @@ def _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtim
     if runtime not in RUNTIMES:
         raise UsageError(f"unknown runtime '{runtime}'; valid: {', '.join(RUNTIMES)}") from None
     return Settings(runtime=runtime, memory=options.memory(memory), offline=offline,
-                           start_timeout_s=options.duration(start_timeout, "--start-timeout"),
-                           server_cpus=options.cpu_list(server_cpus or "1", "--server-cpus"),
-                           loadgen_cpus=options.cpu_list(loadgen_cpus or "0", "--loadgen-cpus"),
-                           heap=options.heap(heap or "512m"), port=options.port(port, "--port"),
-                           redis_port=options.port(redis_port, "--redis-port"),
-                           db_port=options.port(db_port, "--db-port"),
-                           db_pool_size=options.pool_size(db_pool_size, "--db-pool-size"),
-                           redis_pool_size=options.pool_size(redis_pool_size, "--redis-pool-size"))
+                    start_timeout_s=options.duration(start_timeout, "--start-timeout"),
+                    server_cpus=options.cpu_list(server_cpus or "1", "--server-cpus"),
+                    loadgen_cpus=options.cpu_list(loadgen_cpus or "0", "--loadgen-cpus"),
+                    heap=options.heap(heap or "512m"), port=options.port(port, "--port"),
+                    redis_port=options.port(redis_port, "--redis-port"),
+                    db_port=options.port(db_port, "--db-port"),
+                    db_pool_size=options.pool_size(db_pool_size, "--db-pool-size"),
+                    redis_pool_size=options.pool_size(redis_pool_size, "--redis-pool-size"))
 
 
 @app.command("list")
@@ -116,7 +116,7 @@ def parity_cmd(run: Optional[str] = typer.Argument(None, help="A run id or folde
     else:
         targets = _targets(framework, variant)
         settings = Settings(db_pool_size=options.pool_size(db_pool_size, "--db-pool-size"),
-                                   redis_pool_size=options.pool_size(redis_pool_size, "--redis-pool-size"))
+                            redis_pool_size=options.pool_size(redis_pool_size, "--redis-pool-size"))
         environment = Environment(settings, RESULTS_DIR / "builds", console)
         environment.build_all(targets)
         entries = {t.id: parity.record(t, pool_env(settings, t)) for t in targets
