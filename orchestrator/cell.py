@@ -21,7 +21,6 @@ from .sampling import Sampler
 from .scenarios import SCENARIOS
 from .warmup import warm_up
 
-MiB = 2**20
 PROBE_TIMEOUT_S = 10.0
 
 
@@ -83,15 +82,7 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
         users = p.ramp.users(step)
         smp = window(r)
         rows.append(rows_mod.measured({**base, "concurrency": users, "step": step, "duration_s": r.duration_s},
-                                  r, smp, flags(users, r, smp)))
-    series = []
-    for rec in result.timeseries:
-        smp = sampler.window(rec["epoch_s"], rec["epoch_s"] + 1)
-        # the driver names each second's step by the users then running (None: a second in transition)
-        series.append({**rec, "run_id": base["run_id"], "target": base["target"], "scenario": scenario,
-                       "repeat": base["repeat"],
-                       "server_cpu_pct": 100.0 * smp.cpu_s if smp.cpu_s == smp.cpu_s else None,
-                       "server_rss_mb": smp.peak_rss_bytes / MiB if smp.peak_rss_bytes else None,
-                       "server_threads": smp.peak_threads or None,
-                       "loadgen_cpus_busy_pct": smp.loadgen_cpus_busy_pct})
+                                      r, smp, flags(users, r, smp)))
+    series = [rows_mod.second(base, rec, sampler.window(rec["epoch_s"], rec["epoch_s"] + 1))
+              for rec in result.timeseries]
     return rows, series

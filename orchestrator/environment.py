@@ -21,9 +21,9 @@ from .jvm import jvm_options
 from .plan import Settings, pool_env
 from .procs import ensure_port_free, log_tail, public_listeners
 from .runtimes import LaunchSpec, Runtime, Server
+from .schema import MiB
 from .verify import Verification, verify
 
-MiB = 2**20
 
 
 @dataclass

@@ -72,6 +72,9 @@ def libraries(fw) -> dict[str, str]:
     return out
 
 
+_PLACEHOLDER = re.compile(r"\{([A-Z_]+)\}")
+
+
 def declared(target: Target, env: dict[str, str]) -> dict[str, str]:
     """The framework's parity table with its variant's overrides, the `{DB_POOL_SIZE}`-style placeholders
     filled in from the environment the target is started with: a pool shrunk by an override shows as such."""
@@ -79,9 +82,6 @@ def declared(target: Target, env: dict[str, str]) -> dict[str, str]:
     for key, text in {**target.framework.parity, **target.variant.parity}.items():
         out[key] = _PLACEHOLDER.sub(lambda m: env.get(m.group(1), m.group(0)), text)
     return out
-
-
-_PLACEHOLDER = re.compile(r"\{([A-Z_]+)\}")
 
 
 def record(target: Target, env: dict[str, str]) -> dict:

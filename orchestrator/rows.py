@@ -9,9 +9,7 @@ from .checks import littles_law_ratio
 from .drivers import LoadResult
 from .plan import Plan
 from .sampling import ServerSample
-from .schema import LATENCY_STATS, latency_column
-
-MiB = 2**20
+from .schema import LATENCY_STATS, MiB, latency_column
 
 
 def identity(plan: Plan, run_id: str, target: Target, repeat: int, scenario: str, started=None) -> dict:
@@ -57,6 +55,17 @@ def measured(base: dict, r: LoadResult, smp: ServerSample, flags: list[str]) -> 
         "littles_ratio": littles_law_ratio(base["concurrency"], r), "flags": ",".join(flags),
         **(smp.evidence.per_request(r.requests) if smp.evidence else {}),
     }
+
+
+def second(base: dict, record: dict, smp: ServerSample) -> dict:
+    """The timeseries row of one second of a time-resolved cell: the driver's record (it names the
+    second's step by the users then running; None: a second in transition) and the server's figures."""
+    return {**record, "run_id": base["run_id"], "target": base["target"], "scenario": base["scenario"],
+            "repeat": base["repeat"],
+            "server_cpu_pct": 100.0 * smp.cpu_s if smp.cpu_s == smp.cpu_s else None,
+            "server_rss_mb": smp.peak_rss_bytes / MiB if smp.peak_rss_bytes else None,
+            "server_threads": smp.peak_threads or None,
+            "loadgen_cpus_busy_pct": smp.loadgen_cpus_busy_pct}
 
 
 def _or_none(x: float) -> float | None:

@@ -37,6 +37,8 @@ STEADY_WINDOWS = 4
 CLIMB = 0.03
 JIT_QUIET = 0.05
 
+MiB = 2**20
+
 # The columns of measurements.parquet, in order. Latencies in ms, memory in MiB.
 SCHEMA = pa.schema([
     ("run_id", pa.string()), ("started_at", pa.string()),
