@@ -23,13 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import REPO_ROOT
-from .catalog import Framework
+from .catalog import Framework, Target
 from .docker_engine import client
 from .errors import BenchError, MissingTool
 from .jdk import Jdk
+from .jvm import command_line
 from .procs import require_tool
 
 COMPOSE = REPO_ROOT / "compose"
+TARGET_DOCKERFILE = COMPOSE / "target.Dockerfile"
 DEBIAN = "bench-base/debian:bookworm"
 JRE = "bench-base/jre:25"
 REDIS = "bench-base/redis:bookworm"
@@ -91,13 +93,15 @@ def _mirror() -> str:
     return "http://deb.debian.org/debian"
 
 
-def _build(context: Path, dockerfile: Path, tag: str, base: str, made_by: str, log) -> None:
+def _build(context: Path, dockerfile: Path, tag: str, base: str, made_by: str, log,
+           args: dict[str, str] | None = None) -> None:
     """docker build on the host network (apt inside reaches the mirror), labelled with its origin."""
     import docker.errors
     log(f"building {tag} (docker build {dockerfile.name}, FROM {base})")
     try:
         client().images.build(path=str(context), dockerfile=str(dockerfile), tag=tag, network_mode="host",
-                              buildargs={"BASE_IMAGE": base}, labels={MADE_BY: made_by}, rm=True, forcerm=True)
+                              buildargs={"BASE_IMAGE": base, **(args or {})}, labels={MADE_BY: made_by},
+                              rm=True, forcerm=True)
     except docker.errors.BuildError as e:
         tail = "\n".join(str(line.get("stream", line.get("error", ""))).rstrip() for line in list(e.build_log)[-10:])
         raise BenchError(f"docker build of {tag} failed: {e.msg}\n{tail}") from None
@@ -186,9 +190,15 @@ def context_files(fw: Framework) -> list[Path]:
     return files
 
 
+def default_start(fw: Framework) -> str:
+    """The image's CMD: the default variant's start command, without the options bench adds per run."""
+    return " ".join(command_line(Target(fw, fw.default_variant), "java", [], fw.artifact))
+
+
 def artifact_hash(fw: Framework) -> str:
-    """Hash of the Dockerfile and of every file its build context holds."""
-    h = hashlib.sha256((fw.path / "Dockerfile").read_bytes())
+    """Hash of the Dockerfile, its START and every file the build context holds."""
+    h = hashlib.sha256(TARGET_DOCKERFILE.read_bytes())
+    h.update(default_start(fw).encode())
     for f in context_files(fw):
         h.update(str(f.relative_to(fw.path)).encode())
         with open(f, "rb") as fh:
@@ -198,13 +208,12 @@ def artifact_hash(fw: Framework) -> str:
 
 
 def framework_image(fw: Framework, jre: str, log) -> str:
-    """bench/<framework>:<hash of its artifact>, built from frameworks/<name>/Dockerfile if missing."""
-    if not (fw.path / "Dockerfile").exists():
-        raise BenchError(f"{fw.path}/Dockerfile is missing: every framework folder needs one for --runtime docker")
+    """bench/<framework>:<hash of its artifact>, built from compose/target.Dockerfile if missing."""
     tag = f"bench/{fw.name}:{artifact_hash(fw)}"
     if not exists(tag):
         started = time.monotonic()
-        _build(fw.path, fw.path / "Dockerfile", tag, jre, f"frameworks/{fw.name}/Dockerfile FROM {jre}", log)
+        _build(fw.path, TARGET_DOCKERFILE, tag, jre, f"compose/target.Dockerfile on frameworks/{fw.name} FROM {jre}",
+               log, {"START": default_start(fw)})
         log(f"built {tag} in {time.monotonic() - started:.1f} s")
     return tag
 
