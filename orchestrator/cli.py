@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import REPO_ROOT, RESULTS_DIR, infra as infra_mod, options, presets, profiles, results, runner
-from .catalog import discover, resolve, select
+from .catalog import discover, select
 from .console import level_label
 from .environment import Environment
 from .errors import BenchError, TargetFailed, UsageError
@@ -58,12 +58,20 @@ def _targets(framework: Optional[str], variant: Optional[str], catalog=None):
 
 
 def _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime="process", memory="1g",
-              offline=False, start_timeout="120s", db_pool_size=16, redis_pool_size=16) -> Settings:
+              offline=False, start_timeout="120s", db_pool_size=16, redis_pool_size=16, timeout="30s",
+              fresh_jvm_per_scenario=None, preset=None) -> Settings:
+    """The options as Settings; those left out take the preset's value, else the default."""
     from .runtimes import RUNTIMES
+    chosen = preset.settings(cpus_given=bool(server_cpus or loadgen_cpus)) if preset else {}
+    server_cpus = server_cpus or chosen.get("server_cpus")
+    loadgen_cpus = loadgen_cpus or chosen.get("loadgen_cpus")
+    heap = heap or chosen.get("heap")
+    fresh = chosen.get("fresh_jvm_per_scenario", False) if fresh_jvm_per_scenario is None else fresh_jvm_per_scenario
     if runtime not in RUNTIMES:
         raise UsageError(f"unknown runtime '{runtime}'; valid: {', '.join(RUNTIMES)}") from None
     return Settings(runtime=runtime, memory=options.memory(memory), offline=offline,
                     start_timeout_s=options.duration(start_timeout, "--start-timeout"),
+                    request_timeout_s=options.duration(timeout, "--timeout"), fresh_jvm_per_scenario=fresh,
                     server_cpus=options.cpu_list(server_cpus or "1", "--server-cpus"),
                     loadgen_cpus=options.cpu_list(loadgen_cpus or "0", "--loadgen-cpus"),
                     heap=options.heap(heap or "512m"), port=options.port(port, "--port"),
@@ -216,34 +224,25 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
             raise UsageError("--quick goes with --preset")
         if repeat is not None and repeat < 1:
             raise UsageError("--repeat must be 1 or more")
+        chosen = None
         if preset:
             if framework or variant or scenario or profile != "throughput":
                 raise UsageError("--preset chooses the targets, scenarios and profile: leave out -f, -v, -s and "
                                  "--profile")
             chosen = presets.load(preset, catalog, quick=quick)
             matrix, prof = chosen.matrix, chosen.profile
-            heap = heap or chosen.heap
-            if fresh_jvm_per_scenario is None:
-                fresh_jvm_per_scenario = chosen.fresh_jvm_per_scenario
-            cpus = chosen.cpus()
-            if cpus and not (server_cpus or loadgen_cpus):
-                server_cpus, loadgen_cpus = cpus
             console.print(f"preset {chosen.name}: {chosen.description}")
             if chosen.scaled:
                 console.print(f"[dim]{escape(' '.join(chosen.scaled.split()))}[/]")
         else:
-            targets = _targets(framework, variant, catalog)
             scenarios = parse_list(scenario, list(SCENARIOS), "scenario")
-            matrix = {t.id: scenarios for t in targets}
+            matrix = {t.id: scenarios for t in _targets(framework, variant, catalog)}
             prof = profiles.load(profile)
         prof = _override(prof, concurrency, rate, requests, workers, warmup, warmup_max, duration, repeat)
         settings = _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime, memory, offline,
-                             start_timeout, db_pool_size, redis_pool_size)
-        settings.request_timeout_s = options.duration(timeout, "--timeout")
-        settings.fresh_jvm_per_scenario = bool(fresh_jvm_per_scenario)
+                             start_timeout, db_pool_size, redis_pool_size, timeout, fresh_jvm_per_scenario, chosen)
         plan = Plan(matrix=matrix, profile=prof, settings=settings, preset=preset)
-        if not any(plan.scenarios_of(resolve(catalog, t)) for t in plan.targets):
-            raise BenchError(f"no selected target serves {', '.join(scenario.split(','))}")
+        plan.check_served(catalog)
         _check_writable(results_dir)
         store = runner.new_store(root=results_dir)
     p = plan.profile

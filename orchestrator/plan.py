@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 
-from .catalog import Target
+from .catalog import Target, resolve
+from .errors import BenchError
 from .profiles import Profile
 from .scenarios import SCENARIOS
 
@@ -75,6 +76,12 @@ class Plan:
         repeats interleaved, so that each repeat of a target is a fresh JVM measured after the others."""
         return [(r, t, cell) for r in range(1, self.repeat + 1) for t in targets for cell in self.cells(t)
                 if not set(self.row_keys(t, r, cell)) <= done]
+
+    def check_served(self, catalog: dict) -> None:
+        """BenchError unless some target of the plan serves some of its scenarios."""
+        if not any(self.scenarios_of(resolve(catalog, t)) for t in self.targets):
+            asked = sorted({s for scenarios in self.matrix.values() for s in scenarios or ()})
+            raise BenchError(f"no selected target serves {', '.join(asked)}")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -32,6 +32,15 @@ class Preset:
     fresh_jvm_per_scenario: bool = False  # its tables crown RSS or threads: no scenario inherits another's
     source: str = ""
 
+    def settings(self, cpus_given: bool) -> dict:
+        """The run settings the study used, for the options the user left out. CPUs go as a pair: a
+        user's --server-cpus never meets the preset's load generator CPUs."""
+        chosen: dict = {"heap": self.heap, "fresh_jvm_per_scenario": self.fresh_jvm_per_scenario}
+        cpus = None if cpus_given else self.cpus()
+        if cpus:
+            chosen["server_cpus"], chosen["loadgen_cpus"] = cpus
+        return {k: v for k, v in chosen.items() if v is not None}
+
     def cpus(self, have: int | None = None) -> tuple[str, str] | None:
         """(server CPUs, load generator CPUs) for server_cores on this machine, the server on the
         highest CPUs and at least one CPU left for the load generator; None to keep the defaults."""

@@ -14,16 +14,11 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from .documents import Document
+from .drivers import drivers_by_kind
 from .errors import UsageError
 
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
-# kind -> the drivers that can run it, the first being the default
-KINDS: dict[str, tuple[str, ...]] = {
-    "throughput": ("wrk", "k6"),
-    "burst": ("k6", "h2load"),
-    "ramp": ("locust",),
-    "rate": ("k6",),
-}
+KINDS = drivers_by_kind()   # kind -> the drivers that can run it, the default first
 MAX_CONNECTIONS = 20_000
 
 

@@ -38,7 +38,7 @@ def test_every_shipped_preset_resolves_against_the_repo():
 
 
 BAD_PROFILES = [
-    ('kind = "soak"\n', "kind", "not a profile kind; valid: throughput, burst, ramp, rate"),
+    ('kind = "soak"\n', "kind", "not a profile kind; valid: throughput, burst, rate, ramp"),
     ('kind = "burst"\ndriver = "wrk"\nrequests = 10\n', "driver", "cannot run a burst profile"),
     ('kind = "burst"\nrequests = 100\nconcurrency = [500]\n', "requests", "fewer than the largest concurrency"),
     ('kind = "throughput"\nconcurrency = [0]\n', "concurrency", "each 1 to 20,000"),
@@ -212,3 +212,15 @@ def test_a_missing_load_generator_says_how_to_install_it(results_dir, tmp_path, 
     line = " ".join(r.stderr.split())
     assert f"'{tool}' not found: install it with `" in line and how in line, r.stderr
     assert not list(results_dir.iterdir())
+
+
+def test_options_left_out_take_the_presets_settings_and_cpus_go_as_a_pair():
+    from orchestrator import REPO_ROOT
+    from orchestrator.cli import _settings
+    redis = presets.load("redis-frameworks", discover(REPO_ROOT / "frameworks"))
+    redis_cpus = redis.cpus()
+    taken = _settings(None, None, None, 8080, 16379, 13306, preset=redis)
+    assert taken.heap == "128m" and (taken.server_cpus, taken.loadgen_cpus) == (redis_cpus or ("1", "0"))
+    mine = _settings("1", None, "256m", 8080, 16379, 13306, fresh_jvm_per_scenario=True, preset=redis)
+    assert (mine.server_cpus, mine.loadgen_cpus, mine.heap, mine.fresh_jvm_per_scenario) == ("1", "0", "256m", True)
+    assert _settings(None, None, None, 8080, 16379, 13306).heap == "512m"

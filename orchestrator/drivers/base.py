@@ -7,13 +7,16 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import psutil
 
-from ..profiles import Ramp
 from ..scenarios import Scenario
 from ..schema import PERCENTILES
+
+if TYPE_CHECKING:   # profiles asks the driver registry which kinds exist: no import back at run time
+    from ..profiles import Ramp
 
 
 
