@@ -118,6 +118,15 @@ class Driver(abc.ABC):
         from ..procs import require_tool
         return require_tool(self.name, self.install)
 
+    def files(self, spec: LoadSpec, *suffixes: str) -> list[Path]:
+        """This load's files in spec.out_dir, one per suffix, with any left by an earlier cell removed: a
+        generator that writes nothing must not be read as having written what the last cell did."""
+        spec.out_dir.mkdir(parents=True, exist_ok=True)
+        paths = [spec.out_dir / f"{self.name}-{spec.stem}.{suffix}" for suffix in suffixes]
+        for p in paths:
+            p.unlink(missing_ok=True)
+        return paths
+
     @abc.abstractmethod
     def run(self, spec: LoadSpec) -> LoadResult:
         """Drive load for spec.duration_s and return the measured window; DriverFailed on failure."""

@@ -52,21 +52,16 @@ class H2loadDriver(Driver):
         h2load = self.executable()
         if spec.requests < spec.concurrency:
             raise DriverFailed(f"{spec.requests} requests cannot keep {spec.concurrency} connections busy")
-        spec.out_dir.mkdir(parents=True, exist_ok=True)
-        stem = f"h2load-{spec.stem}"
-        log, requests_log = spec.out_dir / f"{stem}.log", spec.out_dir / f"{stem}.requests.tsv"
-        requests_log.unlink(missing_ok=True)
+        log, requests_log, body = self.files(spec, "log", "requests.tsv", "body")
         threads = max(1, min(cpu_count(spec.cpus), spec.concurrency))
         argv = [h2load, "--h1", f"-n{spec.requests}", f"-c{spec.concurrency}", f"-t{threads}", "-m1",
                 f"--connection-inactivity-timeout={math.ceil(spec.timeout_s)}", f"--log-file={requests_log}"]
         for k, v in spec.scenario.headers.items():
             argv += ["-H", f"{k}: {v}"]
         if spec.scenario.body is not None:
-            body = spec.out_dir / f"{stem}.body"
             body.write_bytes(spec.scenario.body)
             argv += ["-d", str(body)]     # h2load POSTs when it has data
         argv.append(spec.url)
-        log.unlink(missing_ok=True)
         rc, _wall, cpu_s = run_generator(argv, log, deadline_s=spec.timeout_s * 4 + 120, cpus=spec.cpus)
         text = log.read_text(errors="replace") if log.exists() else ""
         if rc != 0:

@@ -101,19 +101,12 @@ class K6Driver(Driver):
 
     def run(self, spec: LoadSpec) -> LoadResult:
         k6 = self.executable()
-        spec.out_dir.mkdir(parents=True, exist_ok=True)
-        stem = f"k6-{spec.stem}"
-        test, out_json, log = (spec.out_dir / f"{stem}.js", spec.out_dir / f"{stem}.json",
-                               spec.out_dir / f"{stem}.log")
-        out_json.unlink(missing_ok=True)
-        log.unlink(missing_ok=True)
+        test, out_json, log, per_request = self.files(spec, "js", "json", "log", "requests.csv")
         test.write_text(script(spec, str(out_json)))
         # No usage report (nothing leaves this machine); the REST API on a loopback port of its choosing.
         argv = [k6, "run", "--no-usage-report", "--no-color", "--quiet", "--no-thresholds",
                 "--address", "127.0.0.1:0"]
-        per_request = spec.out_dir / f"{stem}.requests.csv"
         if spec.requests:
-            per_request.unlink(missing_ok=True)
             argv += ["--out", f"csv={per_request}"]
         argv.append(str(test))
         deadline = burst_deadline_s(spec) if spec.requests else spec.duration_s + 2 * spec.timeout_s

@@ -150,21 +150,15 @@ class LocustDriver(Driver):
         locust = self.executable()
         if spec.ramp is None:
             raise DriverFailed("the locust driver runs ramp profiles only")
-        spec.out_dir.mkdir(parents=True, exist_ok=True)
-        stem = f"locust-{spec.stem}"
-        out, json_out = spec.out_dir / f"{stem}.buckets.json", spec.out_dir / f"{stem}.json"
-        for f in (out, json_out):
-            f.unlink(missing_ok=True)
+        out, json_out = self.files(spec, "buckets.json", "json")
         s, ramp = spec.scenario, spec.ramp
         cfg = {"host": f"http://127.0.0.1:{spec.port}", "method": s.method, "path": s.path, "name": s.name,
                "headers": s.headers, "body": s.body.decode() if s.body is not None else None,
                "timeout_s": spec.timeout_s, "start_users": ramp.start_users, "step_users": ramp.step_users,
                "step_s": ramp.step_s, "steps": ramp.steps, "out": str(out)}
         argvs = command_lines(locust, spec, json_out)
-        logs = [spec.out_dir / f"{stem}.{'master' if i == 0 and len(argvs) > 1 else f'worker{i}' if i else 'main'}.log"
-                for i in range(len(argvs))]
-        for log in logs:
-            log.unlink(missing_ok=True)
+        logs = self.files(spec, *(f"{'master' if i == 0 and len(argvs) > 1 else f'worker{i}' if i else 'main'}.log"
+                                  for i in range(len(argvs))))
         finished = run_generators(argvs, logs, deadline_s=ramp.duration_s + 2 * spec.timeout_s + 90,
                                   cpus=spec.cpus, env={"BENCH_LOCUST": json.dumps(cfg)}, cpu_timeline=True)
         bad = [(f, log) for f, log in zip(finished, logs) if f.exit_code not in (0, 1)]

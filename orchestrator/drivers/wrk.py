@@ -118,11 +118,7 @@ class WrkDriver(Driver):
 
     def run(self, spec: LoadSpec) -> LoadResult:
         wrk = self.executable()
-        spec.out_dir.mkdir(parents=True, exist_ok=True)
-        stem = f"wrk-{spec.stem}"
-        script, out_json, log = (spec.out_dir / f"{stem}.lua", spec.out_dir / f"{stem}.json",
-                                 spec.out_dir / f"{stem}.log")
-        out_json.unlink(missing_ok=True)
+        script, out_json, log = self.files(spec, "lua", "json", "log")
         script.write_text(lua_script(spec, out_json))
         threads = max(1, min(cpu_count(spec.cpus), spec.concurrency))
         duration = max(1, math.ceil(spec.duration_s))
