@@ -1,6 +1,6 @@
 """One cell: warm the target up, drive the profile's load while sampling the server and the
 backends, check the target still answers, and turn the windows into rows (rows.py) with their
-flags (checks.py, evidence.py)."""
+flags (checks.py, evidence.py). A capacity cell is a search: one load per probe (capacity.py)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -9,6 +9,7 @@ from pathlib import Path
 from . import drivers
 from . import rows as rows_mod
 from .calibrate import ceilings
+from .capacity import PASS, Search, judge
 from .checks import cell_flags
 from .environment import Environment, Started
 from .errors import TargetFailed
@@ -19,6 +20,7 @@ from .plan import Plan
 from .procs import log_tail
 from .sampling import Sampler
 from .scenarios import SCENARIOS
+from .schema import NEAR_CEILING
 from .warmup import warm_up
 
 PROBE_TIMEOUT_S = 10.0
@@ -42,47 +44,84 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
     spec = drivers.LoadSpec(port=s.port, scenario=SCENARIOS[scenario], cpus=s.loadgen_cpus,
                             timeout_s=s.request_timeout_s, out_dir=out_dir / "warmup",
                             concurrency=p.warmup_connections(concurrency), duration_s=p.warmup_s,
-                            rate=rate if p.kind == "rate" else None)
+                            rate=p.warmup_rate(rate))
     warm = warm_up(p.warmup_s, p.warmup_max_s, spec, started.server.pid)
     load = replace(spec, concurrency=concurrency, duration_s=p.duration_s, requests=p.requests, rate=rate,
                    ramp=p.ramp, out_dir=out_dir)
-    with Sampler(started.server, s.loadgen_cpus, probe=Probe(infra) if infra else None) as sampler:
-        result = drivers.get(p.driver).run(load)
-    alive = started.server.exit_code() is None
-    if not alive:
-        raise TargetFailed(f"target exited with {started.server.exit_code()} during the cell; last lines of "
-                           f"{started.server.log_path}:\n{log_tail(started.server.log_path)}")
-    try:
-        request(s.port, "GET", environment.catalog[base["framework"]].health_path, timeout=PROBE_TIMEOUT_S)
-    except OSError:
-        raise TargetFailed(f"target stopped answering: no response to its health path within {PROBE_TIMEOUT_S:.0f} s "
-                           f"after the cell ({result.requests} requests answered in the cell); last lines of "
-                           f"{started.server.log_path}:\n{log_tail(started.server.log_path)}") from None
     base = {**base, "warmup_s": warm.spent_s, "warmup_windows": len(warm.windows)}
     cores = cpu_count(s.loadgen_cpus)
     ceiling = ceilings(loadgen_cpus=s.loadgen_cpus).get(p.driver)
     # Little's law ties rps and latency to the clients only in a closed loop of fixed size.
     closed = p.kind in ("throughput", "ramp")
 
+    def run(load: drivers.LoadSpec) -> tuple[drivers.LoadResult, Sampler]:
+        """Drive one load while sampling, then make sure the target survived it."""
+        with Sampler(started.server, s.loadgen_cpus, probe=Probe(infra) if infra else None) as sampler:
+            result = drivers.get(p.driver).run(load)
+        if started.server.exit_code() is not None:
+            raise TargetFailed(f"target exited with {started.server.exit_code()} during the cell; last lines of "
+                               f"{started.server.log_path}:\n{log_tail(started.server.log_path)}")
+        try:
+            request(s.port, "GET", environment.catalog[base["framework"]].health_path, timeout=PROBE_TIMEOUT_S)
+        except OSError:
+            raise TargetFailed(f"target stopped answering: no response to its health path within "
+                               f"{PROBE_TIMEOUT_S:.0f} s after the cell ({result.requests} requests answered in the "
+                               f"cell); last lines of {started.server.log_path}:\n"
+                               f"{log_tail(started.server.log_path)}") from None
+        return result, sampler
+
     def flags(conc: int, r: drivers.LoadResult, smp) -> list[str]:
         backends = off_contract(SCENARIOS[scenario], smp.evidence.per_request(r.requests)) if smp.evidence else []
-        return (cell_flags(conc, r, cores, alive, closed_loop=closed, loadgen_cpus_busy_pct=smp.loadgen_cpus_busy_pct,
+        return (cell_flags(conc, r, cores, closed_loop=closed, loadgen_cpus_busy_pct=smp.loadgen_cpus_busy_pct,
                            ceiling=ceiling)
                 + backends + r.flags + ([] if warm.steady else ["not-steady"]))
 
-    def window(r: drivers.LoadResult, whole_load: bool = False):
+    def window(sampler: Sampler, r: drivers.LoadResult, whole_load: bool = False):
         return sampler.window(r.started_at, r.started_at + r.duration_s, whole_load)
 
+    if p.kind == "capacity":
+        return search_rows(p, base, SCENARIOS[scenario], load, run, window, flags, ceiling), []
+    result, sampler = run(load)
     if p.ramp is None:
-        smp = window(result, whole_load=True)
+        smp = window(sampler, result, whole_load=True)
         row = rows_mod.measured({**base, "concurrency": concurrency, "rate": rate}, result, smp, flags(concurrency, result, smp))
         return [row], []
     rows = []
     for step, r in enumerate(result.steps, start=1):
         users = p.ramp.users(step)
-        smp = window(r)
+        smp = window(sampler, r)
         rows.append(rows_mod.measured({**base, "concurrency": users, "step": step, "duration_s": r.duration_s},
                                       r, smp, flags(users, r, smp)))
     series = [rows_mod.second(base, rec, sampler.window(rec["epoch_s"], rec["epoch_s"] + 1))
               for rec in result.timeseries]
     return rows, series
+
+
+def search_rows(p, base: dict, scenario, load: drivers.LoadSpec, run, window, flags,
+                ceiling: float | None) -> list[dict]:
+    """A capacity search (capacity.py) on the warmed-up target: a row per probe, in the order they
+    ran (rate = offered, step = the probe's number), then the capacity row, which carries the
+    interval the capacity lies in and the figures of the highest rate that passed."""
+    objective = p.objective
+    search = Search(start=p.common_rate, resolution=p.resolution, max_probes=p.max_probes,
+                    max_rate=NEAR_CEILING * ceiling if ceiling else None)
+    slo = objective.describe(scenario)
+    rows, best = [], None
+    while (rate := search.next_rate()) is not None:
+        result, sampler = run(replace(load, rate=rate))
+        smp = window(sampler, result, whole_load=True)
+        row_flags = flags(load.concurrency, result, smp)
+        verdict = judge(rate, result, row_flags, objective, scenario, ceiling)
+        search.record(rate, verdict)
+        row = rows_mod.measured({**base, "concurrency": load.concurrency, "rate": rate, "step": len(search.probes)},
+                                result, smp, row_flags)
+        rows.append({**row, "slo": slo, "verdict": f"{verdict.state}: {verdict.why}"})
+        if verdict.state == PASS and rate == search.low:
+            best = row
+    outcome = search.outcome()
+    summary = {**(best or {**base, "status": "ok", "reason": "", "requests": 0, "rps": 0.0}),
+               "concurrency": load.concurrency, "rate": None, "step": None, "slo": slo,
+               "verdict": outcome, "capacity_low_rps": search.low,
+               "capacity_high_rps": search.high if outcome != "above-generator" else None,
+               "flags": ",".join(f for f in [(best or {}).get("flags", ""), f"capacity-{outcome}"] if f)}
+    return rows + [summary]

@@ -14,13 +14,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from . import REPO_ROOT, RESULTS_DIR, infra as infra_mod, options, presets, profiles, results, runner
+from . import REPO_ROOT, RESULTS_DIR, capacity, infra as infra_mod, options, presets, profiles, results, runner
 from .catalog import discover, select
 from .console import level_label
 from .environment import Environment
 from .errors import BenchError, TargetFailed, UsageError
 from .plan import Plan, Settings, pool_env
 from .scenarios import SCENARIOS, parse_list
+from .schema import percentile_label
 
 app = typer.Typer(help="Build, start, verify and load JVM web frameworks; store tidy results.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -194,6 +195,8 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
         concurrency: Optional[str] = typer.Option(None, "--concurrency", "-c", help="Connections (VUs for rate), "
                                                   "comma-separated; overrides the profile."),
         rate: Optional[str] = typer.Option(None, "--rate", help="rate profile: arrivals per second, comma-separated."),
+        slo: Optional[str] = typer.Option(None, "--slo", help="capacity profile: the objective, a percentile's "
+                                          "bound over the scenario's own wait, e.g. p99=50ms."),
         requests: Optional[int] = typer.Option(None, "--requests", help="burst profile: requests per cell."),
         workers: Optional[int] = typer.Option(None, "--workers", help="ramp profile: Locust worker processes."),
         warmup: Optional[str] = typer.Option(None, "--warmup", help="Warm-up window, repeated until the last four "
@@ -238,7 +241,7 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
             scenarios = parse_list(scenario, list(SCENARIOS), "scenario")
             matrix = {t.id: scenarios for t in _targets(framework, variant, catalog)}
             prof = profiles.load(profile)
-        prof = _override(prof, concurrency, rate, requests, workers, warmup, warmup_max, duration, repeat)
+        prof = _override(prof, concurrency, rate, requests, workers, warmup, warmup_max, duration, repeat, slo)
         settings = _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime, memory, offline,
                              start_timeout, db_pool_size, redis_pool_size, timeout, fresh_jvm_per_scenario, chosen)
         plan = Plan(matrix=matrix, profile=prof, settings=settings, preset=preset)
@@ -264,13 +267,19 @@ def describe_levels(p: profiles.Profile) -> str:
                 + (f", {r.workers} Locust workers" if r.workers else ""))
     if p.kind == "rate":
         return f"{', '.join(map(str, p.rates))} req/s for {p.duration_s:g} s with at most {max(p.concurrency)} VUs"
+    if p.kind == "capacity":
+        o = p.objective
+        return (f"the highest rate with {percentile_label(o.percentile)} <= {o.bound_ms:g} ms over the scenario's "
+                f"wait and errors <= {100 * o.error_budget:g} %, from {p.common_rate} req/s to within "
+                f"{100 * p.resolution:g} %, {p.duration_s:g} s probes (at most {p.max_probes}), at most "
+                f"{max(p.concurrency)} VUs")
     if p.kind == "burst":
         return f"{p.requests:,} requests at {', '.join(map(str, p.concurrency))} connections"
     return f"{', '.join(map(str, p.concurrency))} connections for {p.duration_s:g} s"
 
 
 def _override(prof: profiles.Profile, concurrency, rate, requests, workers, warmup, warmup_max, duration,
-              repeat) -> profiles.Profile:
+              repeat, slo=None) -> profiles.Profile:
     """The profile with the command line's options, parsed (the profile checks what applies to it)."""
     if requests is not None and not 1 <= requests <= 10_000_000:
         raise UsageError(f"--requests {requests} must be from 1 to 10,000,000")
@@ -280,7 +289,7 @@ def _override(prof: profiles.Profile, concurrency, rate, requests, workers, warm
         concurrency=tuple(options.positive_ints(concurrency, "--concurrency", profiles.MAX_CONNECTIONS))
         if concurrency else None,
         rates=tuple(options.positive_ints(rate, "--rate", 1_000_000)) if rate else None,
-        requests=requests, workers=workers, repeat=repeat,
+        requests=requests, workers=workers, repeat=repeat, slo=capacity.parse_slo(slo) if slo else None,
         warmup_s=options.duration(warmup, "--warmup", allow_zero=True) if warmup else None,
         warmup_max_s=options.duration(warmup_max, "--warmup-max") if warmup_max else None,
         duration_s=options.duration(duration, "--duration") if duration else None)

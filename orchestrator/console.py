@@ -10,7 +10,9 @@ from .events import Events
 
 
 def level_label(row: dict) -> str:
-    """How a row's load is named: c=256, 1000/s, or step 3 (150 users)."""
+    """How a row's load is named: c=256, 1000/s, step 3 (150 users), or capacity (a search's result)."""
+    if _present(row.get("capacity_low_rps")) and not _present(row.get("rate")):
+        return "capacity"
     if row.get("rate"):
         return f"{row['rate']:g}/s"
     if row.get("step"):
@@ -18,7 +20,21 @@ def level_label(row: dict) -> str:
     return f"c={row['concurrency']}"
 
 
+def _present(value) -> bool:
+    return value is not None and value == value
+
+
+def capacity_line(row: dict) -> str:
+    """The result of a search: the interval the capacity lies in, under the objective."""
+    low, high = row["capacity_low_rps"], row.get("capacity_high_rps")
+    span = f"{low:,.0f} to {high:,.0f}" if _present(high) else f"at least {low:,.0f}"
+    return (f"{row['target']:<34} {row['scenario']:<10} [bold]capacity {span} req/s[/] with {escape(row['slo'])} "
+            f"({row['verdict']})")
+
+
 def result_line(row: dict) -> str:
+    if _present(row.get("capacity_low_rps")) and not _present(row.get("rate")):
+        return capacity_line(row)
     if row["status"] != "ok":
         return (f"[red]FAILED[/] {row['target']} {row['scenario']} {level_label(row)}: "
                 f"{escape(row['reason'].splitlines()[0][:160])}")
@@ -31,7 +47,8 @@ def result_line(row: dict) -> str:
     return (f"{row['target']:<34} {row['scenario']:<10} {level_label(row):<10} "
             f"{num('rps', '>10,.0f')} rps  p50 {num('latency_p50_ms', '7.2f')} ms  p99 {num('latency_p99_ms', '8.2f')} ms  "
             f"cpu {num('server_cpu_pct', '4.0f')}%  rss {num('server_peak_rss_mb', '5.0f')} MiB  "
-            f"thr {row['server_peak_threads']}{flags}")
+            f"thr {row['server_peak_threads']}{flags}"
+            + (f"  {escape(row['verdict'])}" if row.get("verdict") else ""))
 
 
 class ConsoleView:

@@ -75,6 +75,13 @@ class Document:
             self.fail(key, f"must be a whole number or a list of them, each 1 to {maximum:,}; got {value!r}")
         return tuple(value)
 
+    def fraction(self, key: str, default: float) -> float:
+        """A share strictly between 0 and 1 (0.001 is 0.1 %)."""
+        value = self.table.get(key, default)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value < 1:
+            self.fail(key, f"must be a number between 0 and 1 (0.001 is 0.1 %); got {value!r}")
+        return float(value)
+
     def duration(self, key: str, default: str, allow_zero: bool = False) -> float:
         value = self.table.get(key, default)
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
+from .capacity import Objective, parse_slo
 from .documents import Document
 from .drivers import drivers_by_kind
 from .errors import UsageError
@@ -54,7 +55,19 @@ class Profile:
     warmup_concurrency: int | None = None   # wrk connections while warming up; None: the cell's own load
     repeat: int = 1
     ramp: Ramp | None = None
+    # capacity: the objective (capacity.Objective), where the search starts (also the common rate at
+    # which every target's efficiency is compared), when it stops, and how many probes it may spend
+    slo_percentile: str = "p99"
+    slo_ms: float = 50.0
+    error_budget: float = 0.001
+    common_rate: int = 500
+    resolution: float = 0.05
+    max_probes: int = 12
     source: str = ""                        # the file it came from
+
+    @property
+    def objective(self) -> Objective:
+        return Objective(self.slo_percentile, self.slo_ms, self.error_budget)
 
     def levels(self) -> list[tuple[int, float | None]]:
         """(concurrency, rate) of each cell per scenario; a ramp is one cell per scenario."""
@@ -62,13 +75,21 @@ class Profile:
             return [(self.ramp.start_users, None)]
         if self.kind == "rate":
             return [(c, float(r)) for c in self.concurrency for r in self.rates]
+        if self.kind == "capacity":   # one search per scenario, with at most this many VUs
+            return [(max(self.concurrency), None)]
         return [(c, None) for c in self.concurrency]
 
     def row_keys(self, concurrency: int, rate: float | None) -> list[tuple[int, float | None, int | None]]:
-        """(concurrency, rate, step) of the measurement rows one cell writes: a ramp writes one per step."""
+        """(concurrency, rate, step) of the measurement rows one cell writes: a ramp writes one per step;
+        a search, its probes (rate = the rate offered, step = the probe's number, as many as it takes)
+        and the capacity row (these keys), written last."""
         if self.kind == "ramp":
             return [(self.ramp.users(s), None, s) for s in range(1, self.ramp.steps + 1)]
         return [(concurrency, rate, None)]
+
+    def warmup_rate(self, rate: float | None) -> float | None:
+        """The arrival rate of the warm-up (None: a closed loop): a rate cell's own, a search's start."""
+        return float(self.common_rate) if self.kind == "capacity" else rate
 
     def warmup_connections(self, concurrency: int) -> int:
         """Connections (VUs for a rate) of the warm-up: the load the cell measures, a ramp's first step."""
@@ -77,7 +98,10 @@ class Profile:
         return self.ramp.start_users if self.ramp else concurrency
 
     def measured_s(self) -> float:
-        """Seconds of load per cell, for estimates (a burst's length depends on the target)."""
+        """Seconds of load per cell, for estimates (a burst's length depends on the target; a search's,
+        at most this)."""
+        if self.kind == "capacity":
+            return self.duration_s * self.max_probes
         return self.ramp.duration_s if self.ramp else self.duration_s
 
     @classmethod
@@ -96,6 +120,9 @@ class Profile:
             if value is not None and kinds and self.kind not in kinds:
                 raise UsageError(f"{option} does not apply to the {self.kind} profile '{self.name}' "
                                  f"(it applies to: {', '.join(kinds)})")
+        slo = changes.pop("slo", None)
+        if slo is not None:
+            changes["slo_percentile"], changes["slo_ms"] = slo
         workers = changes.pop("workers", None)
         if workers is not None:
             changes["ramp"] = replace(self.ramp, workers=workers)
@@ -114,9 +141,10 @@ class Profile:
 
 
 # Profile fields the command line can set: the option, and the kinds of profile it applies to (None: all).
-OVERRIDES = {"concurrency": ("--concurrency", ("throughput", "burst", "rate")), "rates": ("--rate", ("rate",)),
+OVERRIDES = {"concurrency": ("--concurrency", ("throughput", "burst", "rate", "capacity")),
+             "rates": ("--rate", ("rate",)), "slo": ("--slo", ("capacity",)),
              "requests": ("--requests", ("burst",)), "workers": ("--workers", ("ramp",)),
-             "duration_s": ("--duration", ("throughput", "rate")), "warmup_s": ("--warmup", None),
+             "duration_s": ("--duration", ("throughput", "rate", "capacity")), "warmup_s": ("--warmup", None),
              "warmup_max_s": ("--warmup-max", None), "repeat": ("--repeat", None)}
 
 
@@ -137,7 +165,8 @@ def load(name_or_path: str) -> Profile:
 
 
 FIELDS = ("kind", "driver", "description", "concurrency", "rates", "requests", "duration", "warmup",
-          "warmup_max", "warmup_concurrency", "repeat", "ramp")
+          "warmup_max", "warmup_concurrency", "repeat", "ramp", "slo", "error_budget", "common_rate", "resolution",
+          "max_probes")
 RAMP_FIELDS = ("start_users", "step_users", "step_duration", "steps", "workers")
 
 
@@ -152,7 +181,7 @@ def parse(doc: Document, name: str | None = None) -> Profile:
     p = Profile(
         name=name or doc.path.stem, kind=kind, driver=driver,
         description=str(doc.table.get("description", "")).strip(),
-        concurrency=doc.wholes("concurrency", [256] if kind != "rate" else [1000], MAX_CONNECTIONS),
+        concurrency=doc.wholes("concurrency", [1000] if kind in ("rate", "capacity") else [256], MAX_CONNECTIONS),
         duration_s=doc.duration("duration", "10s"), warmup_s=doc.duration("warmup", "5s", allow_zero=True),
         warmup_max_s=doc.duration("warmup_max", "90s"),
         warmup_concurrency=doc.whole("warmup_concurrency") if "warmup_concurrency" in doc else None,
@@ -161,6 +190,14 @@ def parse(doc: Document, name: str | None = None) -> Profile:
         p = replace(p, requests=doc.whole("requests"))
     if kind == "rate":
         p = replace(p, rates=doc.wholes("rates", None, 1_000_000))
+    if kind == "capacity":
+        try:
+            percentile, bound = parse_slo(doc.get("slo", str, "p99=50ms"))
+        except UsageError as e:
+            doc.fail("slo", str(e).replace("--slo ", ""))
+        p = replace(p, slo_percentile=percentile, slo_ms=bound, error_budget=doc.fraction("error_budget", 0.001),
+                    common_rate=doc.whole("common_rate", 500), resolution=doc.fraction("resolution", 0.05),
+                    max_probes=doc.whole("max_probes", 12, minimum=2))
     if kind == "ramp":
         if not isinstance(doc.table.get("ramp"), dict):
             doc.fail("ramp", "a ramp profile needs a [ramp] table (start_users, step_users, step_duration, steps)")

@@ -47,6 +47,12 @@ class Scenario:
         return self.endpoint or self.name
 
     @property
+    def wait_ms(self) -> float:
+        """What the contract makes the endpoint wait (a sleep scenario's sleep): every latency
+        objective is set over it."""
+        return float(self.expected.get("sleptMs", 0)) if isinstance(self.expected, dict) else 0.0
+
+    @property
     def is_json(self) -> bool:
         return self.media_type == "application/json"
 

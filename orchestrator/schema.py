@@ -46,8 +46,8 @@ SCHEMA = pa.schema([
     ("runtime", pa.string()), ("scenario", pa.string()), ("driver", pa.string()),
     ("profile", pa.string()), ("kind", pa.string()),
     ("concurrency", pa.int64()),   # connections; users for a ramp step; VUs for a rate
-    ("rate", pa.float64()),        # rate profile: the arrival rate asked for (req/s); else null
-    ("step", pa.int64()),          # ramp profile: the step (1-based); else null
+    ("rate", pa.float64()),        # rate, capacity probe: the arrival rate offered (req/s); else null
+    ("step", pa.int64()),          # ramp: the step (1-based); capacity: the probe's number; else null
     ("repeat", pa.int64()),
     ("status", pa.string()), ("reason", pa.string()),
     # warmup_s: the seconds the warm-up took before the window (null in a failed row)
@@ -68,6 +68,15 @@ SCHEMA = pa.schema([
     ("loadgen_cpu_pct", pa.float64()),        # the generator's own processes, in % of one CPU
     ("loadgen_cpus_busy_pct", pa.float64()),  # everything that ran on the load-generator CPUs, in % of them
     ("littles_ratio", pa.float64()), ("flags", pa.string()),
+    # What one request cost the server: CPU-milliseconds per request, requests per CPU-second (what one
+    # fully busy core would serve at this cost) and rps per MiB of peak RSS (the "throughput density")
+    ("cpu_ms_per_request", pa.float64()), ("rps_per_core", pa.float64()), ("rps_per_mib", pa.float64()),
+    # capacity profile (capacity.py): the objective; a probe's verdict ("pass: ...", "fail: ...",
+    # "generator-limit: ...") or the search's outcome (found, above-generator, below-floor, unresolved) on
+    # the capacity row (rate and step null), which also holds the interval [low, high) the capacity
+    # lies in (high null when the generator could offer no more) and the figures of the probe at low
+    ("slo", pa.string()), ("verdict", pa.string()),
+    ("capacity_low_rps", pa.float64()), ("capacity_high_rps", pa.float64()),
     # What the backends and the kernel counted in the window (evidence.py): Redis commands and MariaDB
     # statements by kind per request (the contract: one MGET, one SELECT or one INSERT), the peaks of
     # Redis clients, database connections and statements running at once, and TCP counters

@@ -118,7 +118,7 @@ BAD_INPUT = [
     (["run", "-f", "fixture", "--repeat", "0"], {}, "--repeat must be 1 or more"),
     (["run", "-f", "fixture", "--runtime", "vm"], {}, "unknown runtime 'vm'; valid: process, docker"),
     (["run", "-f", "fixture", "-p", "soak"], {}, "unknown profile 'soak' (neither a shipped profile nor a .toml "
-                                                 "file); valid: burst, ramp, rate, throughput"),
+                                                 "file); valid: burst, capacity, ramp, rate, throughput"),
     (["run", "--preset", "fastest"], {}, "unknown preset 'fastest'; valid: cpu-and-io-bursts, gateway-vt-vs-webflux"),
     (["run", "-f", "fixture", "--quick"], {}, "--quick goes with --preset"),
     (["run", "--preset", "redis-frameworks", "-f", "fixture"], {}, "--preset chooses the targets"),

@@ -38,7 +38,7 @@ def test_every_shipped_preset_resolves_against_the_repo():
 
 
 BAD_PROFILES = [
-    ('kind = "soak"\n', "kind", "not a profile kind; valid: throughput, burst, rate, ramp"),
+    ('kind = "soak"\n', "kind", "not a profile kind; valid: throughput, burst, rate, capacity, ramp"),
     ('kind = "burst"\ndriver = "wrk"\nrequests = 10\n', "driver", "cannot run a burst profile"),
     ('kind = "burst"\nrequests = 100\nconcurrency = [500]\n', "requests", "fewer than the largest concurrency"),
     ('kind = "throughput"\nconcurrency = [0]\n', "concurrency", "each 1 to 20,000"),
@@ -62,7 +62,7 @@ def test_a_bad_profile_names_its_file_and_field(tmp_path, text, field, problem):
 
 
 def test_an_unknown_profile_lists_the_valid_ones():
-    with pytest.raises(UsageError, match="unknown profile 'soak'.*valid: burst, ramp, rate, throughput"):
+    with pytest.raises(UsageError, match="unknown profile 'soak'.*valid: burst, capacity, ramp, rate, throughput"):
         profiles.load("soak")
 
 

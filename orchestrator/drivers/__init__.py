@@ -11,7 +11,7 @@ from .base import Driver, DriverFailed, LoadResult, LoadSpec
 # missing generator costs nothing until it is needed.
 _REGISTRY: dict[str, tuple[str, tuple[str, ...]]] = {
     "wrk": ("wrk:WrkDriver", ("throughput",)),
-    "k6": ("k6:K6Driver", ("throughput", "burst", "rate")),
+    "k6": ("k6:K6Driver", ("throughput", "burst", "rate", "capacity")),
     "h2load": ("h2load:H2loadDriver", ("burst",)),
     "locust": ("locust:LocustDriver", ("ramp",)),
 }

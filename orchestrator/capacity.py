@@ -1,0 +1,144 @@
+"""Capacity at a latency objective: the highest arrival rate a target sustains with its objective met.
+
+Each probe is an open-model window (k6 constant-arrival-rate: arrivals on schedule whatever the
+server does, so no coordinated omission). A probe passes when the objective's percentile is within
+its bound, failed plus dropped arrivals are within the error budget, and the rate achieved is the
+rate offered. The search brackets (the first probe at the profile's common rate, then doubling
+until a probe fails, or halving until one passes) and then bisects until the interval
+[highest pass, lowest fail] is narrower than the resolution. A verdict within CLOSE of the bound
+is probed once more when it passed, and passes only if both probes pass.
+
+A probe the generator could not deliver (its CPUs saturated, or a rate above NEAR_CEILING of what
+`bench calibrate` measured k6 to reach here) ends the search: the capacity is then "above what this
+machine can offer", with the highest passing rate as its lower bound and no upper bound.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .drivers import LoadResult
+from .errors import UsageError
+from .scenarios import Scenario
+from .schema import NEAR_CEILING, PERCENTILES, percentile_label
+
+CLOSE = 0.10          # a latency within 10 % of the bound is a close verdict: probed again
+RATE_MET = 0.97       # of the offered rate: an open model that achieves less fell behind
+PASS, FAIL, LIMIT = "pass", "fail", "generator-limit"
+
+
+@dataclass(frozen=True)
+class Objective:
+    """The service-level objective of a capacity search."""
+    percentile: str = "p99"      # a key of schema.PERCENTILES
+    bound_ms: float = 50.0       # over the scenario's own wait (a sleep scenario's sleep)
+    error_budget: float = 0.001  # failed and dropped arrivals, as a share of those offered
+
+    def bound_for(self, scenario: Scenario) -> float:
+        return self.bound_ms + scenario.wait_ms
+
+    def describe(self, scenario: Scenario) -> str:
+        return (f"{percentile_label(self.percentile)} <= {self.bound_for(scenario):g} ms, "
+                f"errors <= {100 * self.error_budget:g} %")
+
+
+def parse_slo(text: str) -> tuple[str, float]:
+    """'p99=50ms' -> ('p99', 50.0): the percentile and its bound over the scenario's own wait."""
+    m = re.fullmatch(r"\s*(p\d+(?:\.\d+)?)\s*=\s*(\d+(?:\.\d+)?)\s*ms\s*", text or "")
+    key = m and {percentile_label(k): k for k in PERCENTILES}.get(m.group(1))
+    if not key:
+        raise UsageError(f"--slo {text!r} is not PERCENTILE=BOUNDms with a percentile of "
+                         f"{', '.join(percentile_label(k) for k in PERCENTILES)} (e.g. p99=50ms)")
+    return key, float(m.group(2))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    state: str     # PASS, FAIL or LIMIT
+    why: str
+    close: bool = False
+
+
+def judge(offered: float, r: LoadResult, flags: list[str], objective: Objective, scenario: Scenario,
+          ceiling: float | None) -> Verdict:
+    """Whether one probe at the offered rate met the objective, and if not, why."""
+    if "loadgen-saturated" in flags or "loadgen-cpus-busy" in flags:
+        return Verdict(LIMIT, "the load generator's CPUs were saturated")
+    if ceiling and offered > NEAR_CEILING * ceiling:
+        return Verdict(LIMIT, f"{offered:g} req/s is above {NEAR_CEILING:.0%} of k6's calibrated ceiling "
+                              f"({ceiling:,.0f} req/s)")
+    arrivals = max(1.0, offered * r.duration_s)
+    failed = r.errors + r.errors_status + r.dropped
+    if failed > objective.error_budget * arrivals:
+        return Verdict(FAIL, f"{100 * failed / arrivals:.2g} % of arrivals failed or dropped "
+                             f"(budget {100 * objective.error_budget:g} %)")
+    if r.rps < RATE_MET * offered:
+        return Verdict(FAIL, f"achieved {r.rps:,.0f} of {offered:,.0f} req/s")
+    latency, bound = getattr(r, f"latency_{objective.percentile}"), objective.bound_for(scenario)
+    label = percentile_label(objective.percentile)
+    if latency != latency:
+        return Verdict(FAIL, f"no {label} latency measured")
+    close = abs(latency - bound) <= CLOSE * bound
+    if latency > bound:
+        return Verdict(FAIL, f"{label} {latency:,.1f} ms > {bound:g} ms", close)
+    return Verdict(PASS, f"{label} {latency:,.1f} ms <= {bound:g} ms", close)
+
+
+@dataclass
+class Search:
+    """Bracketing, then bisection of the arrival rate. Rates are whole requests per second."""
+    start: float
+    resolution: float             # stop when (high - low) / low is at most this
+    max_probes: int
+    max_rate: float | None = None  # the most the generator can offer here (None: unknown)
+    floor: float = 1.0
+    low: float = 0.0               # the highest rate that passed
+    high: float | None = None      # the lowest rate that failed
+    limited: bool = False          # a probe hit the generator's limit
+    probes: list[tuple[float, Verdict]] = field(default_factory=list)
+
+    def next_rate(self) -> float | None:
+        """The next rate to probe, or None when the search is over."""
+        if self.limited or len(self.probes) >= self.max_probes:
+            return None
+        last = self.probes[-1][1] if self.probes else None
+        if last and last.close and last.state == PASS and not self._repeated():
+            return self.probes[-1][0]
+        if self.high is None:
+            rate = self.start if not self.probes else 2 * self.low
+            if self.max_rate and rate > self.max_rate:
+                if self.low >= self.max_rate:
+                    self.limited = True
+                    return None
+                rate = self.max_rate
+            return float(round(rate))
+        if self.low == 0:
+            rate = round(self.high / 2)
+            return float(rate) if rate >= self.floor else None
+        if (self.high - self.low) / self.low <= self.resolution:
+            return None
+        return float(round((self.low + self.high) / 2))
+
+    def _repeated(self) -> bool:
+        return len(self.probes) >= 2 and self.probes[-2][0] == self.probes[-1][0]
+
+    def record(self, rate: float, verdict: Verdict) -> None:
+        self.probes.append((rate, verdict))
+        passed = [v.state for r, v in self.probes if r == rate]
+        if verdict.state == LIMIT:
+            self.limited = True
+        elif all(s == PASS for s in passed) and (not verdict.close or self._repeated()):
+            self.low = max(self.low, rate)
+        elif FAIL in passed:
+            self.high = rate if self.high is None else min(self.high, rate)
+
+    def outcome(self) -> str:
+        """found (an interval narrower than the resolution), above-generator, below-floor or
+        unresolved (the probe budget ran out first)."""
+        if self.limited:
+            return "above-generator"
+        if self.high is not None and self.low == 0:
+            return "below-floor"
+        if self.high is not None and (self.high - self.low) / self.low <= self.resolution:
+            return "found"
+        return "unresolved"
