@@ -19,11 +19,11 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from . import RESULTS_DIR, analysis, results
+from . import RESULTS_DIR, analysis, capacity_report, results
 from . import noise as noise_mod
 from .analysis import METRICS, PLOTTED_PERCENTILES, fmt
 from .errors import UsageError
-from .schema import NEAR_CEILING
+from .schema import NEAR_CEILING, percentile_label
 
 TIMESERIES = results.TIMESERIES
 WIDTH_IN, DPI = 10.0, 100  # 1000 px wide: reads on a laptop without zooming
@@ -446,12 +446,24 @@ def _sections(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
               floor: dict | None = None) -> list[tuple]:
     """The report as a list of blocks ("h2" | "p" | "table" | "chart", content), rendered twice.
     floor: the noise-floor entry of the run's machine (noise.entry), or None."""
-    summ = analysis.summary(df, x)
     cvs = floor["cv"] if floor else None
     colors = target_colors(df["target"])
     blocks: list[tuple] = [("facts", _facts(meta, df))]
     if meta.get("warnings"):
         blocks.append(("warn", meta["warnings"]))
+
+    def chart(name, fig, title):
+        if fig is not None:
+            blocks.append(_chart_block(name, fig, title))
+
+    probes, capacity, df = capacity_report.split(df)
+    if len(capacity) or len(probes):
+        blocks += _capacity_blocks(probes, capacity, meta, colors)
+        if df.empty:
+            blocks.append(("h2", "Startup"))
+            chart("startup", startup_chart(capacity, colors), "startup")
+            return blocks
+    summ = analysis.summary(df, x)
     if summ.empty:
         return blocks + [("p", "No cells were measured.")]
     blocks += [("h2", "Winners"),
@@ -470,10 +482,6 @@ def _sections(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
     if len(bad):
         blocks += [("h2", "Cells not crowned"), ("table", bad)]
     blocks += parity_blocks(meta)
-
-    def chart(name, fig, title):
-        if fig is not None:
-            blocks.append(("chart", Chart(f"report-{_slug(name)}.png", title, _png(fig))))
 
     for scenario in sorted(summ["scenario"].unique()):
         blocks.append(("h2", f"Scenario: {scenario}"))
@@ -499,6 +507,37 @@ def _sections(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
                        ("table", evidence)]
     blocks.append(("h2", "Startup"))
     chart("startup", startup_chart(df, colors), "startup")
+    return blocks
+
+
+def _chart_block(name: str, fig: Figure, title: str) -> tuple:
+    return "chart", Chart(f"report-{_slug(name)}.png", title, _png(fig))
+
+
+def _capacity_blocks(probes: pd.DataFrame, capacity: pd.DataFrame, meta: dict, colors: dict) -> list[tuple]:
+    """The capacity section, first in the report: the table, the cost per request, a chart per scenario."""
+    percentile, _, common_rate = capacity_report.objective_of(meta.get("plan", {}).get("profile") or {})
+    label = percentile_label(percentile)
+    slos = "; ".join(sorted(f"{s}: {o}" for s, o in capacity.groupby("scenario")["slo"].first().items()))
+    blocks = [("h2", "Capacity at the objective"),
+              ("p", f"The highest arrival rate each target sustains with the objective met ({slos}): an open "
+                    f"model (k6 constant-arrival-rate, no coordinated omission), searched from {common_rate:g} "
+                    f"req/s by doubling, then bisection. A rate passes when {label} is within the bound, failed "
+                    f"and dropped arrivals are within the error budget and the rate offered is achieved; a pass "
+                    f"within 10 % of the bound is probed twice. Each cell is the interval the capacity lies in: "
+                    f"the highest rate that passed – the lowest that failed. Where the generator could offer no "
+                    f"more (its CPUs saturated, or above 80 % of k6's calibrated ceiling) only a lower bound is "
+                    f"known, and it says so. Every probe is a row of measurements.parquet."),
+              ("table", capacity_report.capacity_table(capacity)),
+              ("h3", f"Cost per request at the common rate ({common_rate:g} req/s) and at capacity"),
+              ("p", "At the common rate every target does the same work, so CPU per request and memory compare "
+                    "directly; at capacity, requests per CPU-second is what one fully busy core serves at that "
+                    "cost, and req/s per MiB of peak RSS is the throughput density."),
+              ("table", capacity_report.efficiency_table(probes, capacity, common_rate))]
+    for scenario in sorted(set(probes["scenario"])):
+        blocks.append(_chart_block(f"{scenario}-capacity", capacity_report.capacity_chart(
+            probes, capacity, scenario, colors, percentile, capacity_report.bound_of(probes, scenario)),
+            f"{scenario}: latency against offered rate"))
     return blocks
 
 

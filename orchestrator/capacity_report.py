@@ -1,0 +1,120 @@
+"""The capacity section of a report: capacity at the objective per target and scenario, each target's
+cost per request at the common rate (where every target does the same work) and at its capacity,
+and latency against the offered rate with the objective drawn in. Reads rows only (results, schema)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from .schema import PERCENTILES, latency_column, percentile_label
+
+OUTCOMES = {"found": "", "above-generator": " (above what the generator can offer here)",
+            "below-floor": " (below the lowest rate probed)", "unresolved": " (probe budget spent)"}
+
+
+def split(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(probe rows, capacity rows, every other row) of a run."""
+    search = df["kind"] == "capacity" if "kind" in df else pd.Series(False, index=df.index)
+    capacity = search & df["rate"].isna()
+    return df[search & ~capacity], df[capacity], df[~search]
+
+
+def _interval(row) -> str:
+    if row["status"] != "ok":
+        return f"failed: {str(row['reason']).splitlines()[0][:60]}"
+    low, high = row["capacity_low_rps"], row["capacity_high_rps"]
+    span = f"{low:,.0f} – {high:,.0f}" if high == high and high is not None else f"≥ {low:,.0f}"
+    return span + OUTCOMES.get(row["verdict"], f" ({row['verdict']})")
+
+
+def capacity_table(capacity: pd.DataFrame) -> pd.DataFrame:
+    """Targets by scenarios: the interval [highest rate that passed, lowest that failed) in req/s,
+    one per repeat."""
+    cells = capacity.assign(text=capacity.apply(_interval, axis=1)).sort_values("repeat")
+    table = cells.groupby(["target", "scenario"])["text"].agg("; ".join).unstack("scenario")
+    return table.reset_index().rename(columns={"target": "target (capacity in req/s)"}).fillna("")
+
+
+def efficiency_table(probes: pd.DataFrame, capacity: pd.DataFrame, common_rate: float) -> pd.DataFrame:
+    """Per target and scenario: the cost of a request at the common rate and at capacity (medians
+    over repeats)."""
+    common = probes[probes["rate"] == common_rate]
+    common = common.assign(passed=common["verdict"].str.startswith("pass"))
+    at_common = common.groupby(["scenario", "target"])[
+        ["cpu_ms_per_request", "rps_per_mib", "server_peak_rss_mb", latency_column("p99"), "startup_s"]].median()
+    # a target that could not carry the common rate was overloaded there: its cost is not comparable
+    at_common["met"] = common.groupby(["scenario", "target"])["passed"].all().map({True: "yes", False: "no ✗"})
+    at_capacity = capacity[capacity["requests"] > 0].groupby(["scenario", "target"])[
+        ["rps", "rps_per_core", "rps_per_mib"]].median()
+    out = at_common.join(at_capacity, how="outer", rsuffix="_cap").reset_index()
+    fmt = {"met": ("objective met @ common", "{}"),
+           "cpu_ms_per_request": ("CPU ms/req @ common", "{:.3f}"),
+           "rps_per_mib": ("req/s per MiB @ common", "{:.2f}"),
+           "server_peak_rss_mb": ("RSS MiB @ common", "{:.0f}"),
+           latency_column("p99"): ("p99 ms @ common", "{:.1f}"),
+           "startup_s": ("startup s", "{:.2f}"),
+           "rps": ("req/s @ capacity", "{:,.0f}"),
+           "rps_per_core": ("req per CPU-s @ capacity", "{:,.0f}"),
+           "rps_per_mib_cap": ("req/s per MiB @ capacity", "{:.2f}")}
+    for col, (_, spec) in fmt.items():
+        if col in out:
+            out[col] = out[col].map(lambda v, s=spec: s.format(v) if v == v and v is not None else "")
+    return out.rename(columns={c: label for c, (label, _) in fmt.items()})
+
+
+def capacity_chart(probes: pd.DataFrame, capacity: pd.DataFrame, scenario: str, colors: dict,
+                   percentile: str, bound_ms: float | None) -> Figure:
+    """Latency at the objective's percentile against the offered rate, a line per target (the median
+    over repeats at each rate probed), passes filled, fails hollow, the objective dashed, and each
+    target's break (its lowest failing rate) marked with a cross."""
+    col = latency_column(percentile)
+    fig = Figure(figsize=(9, 4.6), dpi=110, layout="constrained")
+    ax = fig.subplots()
+    for target, rows in probes[probes["scenario"] == scenario].groupby("target"):
+        rows = rows.assign(passed=rows["verdict"].str.startswith("pass"))
+        by_rate = rows.groupby("rate").agg(latency=(col, "median"), passed=("passed", "all")).reset_index()
+        color = colors.get(target, "k")
+        ax.plot(by_rate["rate"], by_rate["latency"], "-", color=color, label=target, lw=1.4)
+        ok, bad = by_rate[by_rate["passed"]], by_rate[~by_rate["passed"]]
+        ax.plot(ok["rate"], ok["latency"], "o", color=color, ms=5)
+        ax.plot(bad["rate"], bad["latency"], "o", mfc="white", color=color, ms=5)
+        cap = capacity[(capacity["scenario"] == scenario) & (capacity["target"] == target)]
+        high = cap["capacity_high_rps"].dropna()
+        if len(high):
+            at = by_rate[by_rate["rate"] == high.median()]
+            if len(at):
+                ax.plot(at["rate"], at["latency"], "x", color=color, ms=11, mew=2.5)
+    if bound_ms is not None:
+        ax.axhline(bound_ms, color="#c62828", ls="--", lw=1.2, label=f"objective {percentile_label(percentile)} "
+                                                                     f"<= {bound_ms:g} ms")
+    values = probes.loc[probes["scenario"] == scenario, col].dropna()
+    if len(values) and values.max() / max(values.min(), 1e-3) > 20:
+        ax.set_yscale("log")
+    rates = probes.loc[probes["scenario"] == scenario, "rate"].dropna()
+    if len(rates) and rates.max() / max(rates.min(), 1) > 20:
+        ax.set_xscale("log")
+    ax.set_xlabel("offered rate (req/s, open model)")
+    ax.set_ylabel(f"{percentile_label(percentile)} latency (ms)")
+    ax.set_title(f"{scenario}: latency against offered rate (filled: pass, hollow: fail, ×: where it breaks)")
+    ax.grid(True, which="both", alpha=.3)
+    ax.legend(fontsize=8, loc="upper left")
+    return fig
+
+
+def objective_of(profile: dict) -> tuple[str, float, float]:
+    """(percentile key, bound over the wait, common rate) of a plan's profile (run.json)."""
+    key = profile.get("slo_percentile", "p99")
+    return (key if key in PERCENTILES else "p99"), float(profile.get("slo_ms", 50.0)), \
+        float(profile.get("common_rate", 500))
+
+
+def bound_of(probes: pd.DataFrame, scenario: str) -> float | None:
+    """The objective's bound for a scenario, read back from the rows' own slo text ("p99 <= 150 ms, ...")."""
+    slo = probes.loc[probes["scenario"] == scenario, "slo"].dropna()
+    if not len(slo):
+        return None
+    try:
+        return float(str(slo.iloc[0]).split("<=")[1].split("ms")[0])
+    except (IndexError, ValueError):
+        return np.nan

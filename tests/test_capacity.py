@@ -1,0 +1,78 @@
+"""Capacity at a latency objective: the search on a synthetic target (fast), and on a real server
+whose capacity is known, 16 threads sleeping 100 ms = 160 requests/s (slow)."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import PORTS, bench
+from orchestrator import results
+from orchestrator.capacity import FAIL, LIMIT, PASS, Objective, Search, Verdict, judge, parse_slo
+from orchestrator.drivers import LoadResult
+from orchestrator.errors import UsageError
+from orchestrator.scenarios import SCENARIOS
+
+
+def search_against(capacity: float, **kw) -> Search:
+    """Run a search where every rate up to capacity passes."""
+    s = Search(start=500, resolution=0.05, max_probes=20, **kw)
+    while (rate := s.next_rate()) is not None:
+        limit = kw.get("max_rate")
+        s.record(rate, Verdict(LIMIT, "") if limit and rate >= limit and capacity > limit else
+                 Verdict(PASS if rate <= capacity else FAIL, ""))
+    return s
+
+
+@pytest.mark.parametrize("capacity", [37, 160, 499, 500, 2000, 17_333])
+def test_the_search_brackets_then_bisects_to_an_interval_within_the_resolution(capacity):
+    s = search_against(capacity)
+    assert s.outcome() == "found" and s.low <= capacity < s.high and (s.high - s.low) / s.low <= 0.05
+    assert len(s.probes) <= 12
+
+
+def test_a_rate_the_generator_cannot_offer_ends_the_search_with_a_lower_bound_only():
+    s = search_against(50_000, max_rate=18_000)
+    assert s.outcome() == "above-generator" and s.low == 16_000 and s.probes[-1][0] == 18_000
+
+
+def test_a_close_pass_is_probed_again_and_counts_only_if_both_pass():
+    s = Search(start=100, resolution=0.05, max_probes=10)
+    s.record(s.next_rate(), Verdict(PASS, "", close=True))
+    assert s.next_rate() == 100 and s.low == 0
+    s.record(100, Verdict(FAIL, "", close=True))
+    assert s.high == 100 and s.low == 0 and s.next_rate() == 50
+
+
+def test_the_verdict_reads_the_objective_over_the_scenarios_wait_the_budget_and_the_generator():
+    sleep, json = SCENARIOS["sleep"], SCENARIOS["json"]
+    objective = Objective("p99", 50.0, 0.001)
+    ok = LoadResult(requests=8000, duration_s=8.0, latency_p99=140.0)
+    assert objective.bound_for(sleep) == 150 and objective.bound_for(json) == 50
+    assert judge(1000, ok, [], objective, sleep, None).state == PASS
+    assert judge(1000, ok, [], objective, json, None).state == FAIL
+    assert judge(1000, LoadResult(requests=8000, duration_s=8.0, latency_p99=10.0, dropped=20), [], objective,
+                 sleep, None).why.startswith("0.25 % of arrivals failed or dropped")
+    assert judge(1000, ok, ["loadgen-cpus-busy"], objective, sleep, None).state == LIMIT
+    assert judge(20_000, ok, [], objective, sleep, 23_000).state == LIMIT
+
+
+def test_an_objective_is_written_percentile_equals_bound():
+    assert parse_slo("p99=50ms") == ("p99", 50.0) and parse_slo("p99.9=200ms") == ("p999", 200.0)
+    for bad in ("p98=50ms", "p99=50", "50ms"):
+        with pytest.raises(UsageError, match="is not PERCENTILE=BOUNDms"):
+            parse_slo(bad)
+
+
+@pytest.mark.slow   # a real JVM and k6
+def test_a_fixed_pool_of_16_threads_sleeping_100_ms_has_a_capacity_of_160_per_second(results_dir):
+    r = bench("run", *PORTS, "-f", "fixture:pool-16", "-s", "sleep", "-p", "capacity", "--duration", "4s",
+              "--warmup", "2s", "--results-dir", str(results_dir))
+    assert r.returncode == 0, r.stdout + r.stderr
+    df = results.load(root=results_dir)
+    probes, found = df[df["rate"].notna()], df[df["rate"].isna()].iloc[0]
+    assert found["verdict"] == "found" and found["slo"] == "p99 <= 150 ms, errors <= 0.1 %"
+    # the theory's 160/s within the search's resolution (5 %) of the interval it reports
+    assert found["capacity_low_rps"] * 0.95 <= 160 <= found["capacity_high_rps"] * 1.05, found
+    assert (probes["step"].tolist() == list(range(1, len(probes) + 1))) and probes.iloc[0]["rate"] == 500
+    assert set(probes["verdict"].str.split(":").str[0]) == {"pass", "fail"}
+    assert (found["cpu_ms_per_request"] > 0) and found["rps_per_mib"] > 0
+    assert "capacity 1" in r.stdout
