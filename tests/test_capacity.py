@@ -76,3 +76,8 @@ def test_a_fixed_pool_of_16_threads_sleeping_100_ms_has_a_capacity_of_160_per_se
     assert set(probes["verdict"].str.split(":").str[0]) == {"pass", "fail"}
     assert (found["cpu_ms_per_request"] > 0) and found["rps_per_mib"] > 0
     assert "capacity 1" in r.stdout
+    report = bench("report", results.find_run(None, results_dir).name, "--results-dir", str(results_dir))
+    assert report.returncode == 0, report.stdout + report.stderr
+    md = (results.find_run(None, results_dir) / "report.md").read_text()
+    assert "## Capacity at the objective" in md and "| fixture:pool-16 | 1" in md
+    assert (results.find_run(None, results_dir) / "report-sleep-capacity.png").stat().st_size > 10_000

@@ -22,16 +22,22 @@ def test_a_preset_runs_to_completion_in_its_quick_form(results_dir, name):
     assert set(df["profile"]) == {f"{name} (quick)"} and set(df["kind"]) == {preset.profile.kind}
     measured = {(t, s) for t, s in zip(df["target"], df["scenario"])}
     assert measured == {(t, s) for t, scenarios in preset.matrix.items() for s in scenarios}
-    per_cell = len(preset.profile.levels()) * (preset.profile.ramp.steps if preset.profile.ramp else 1)
-    assert len(df) == len(measured) * per_cell * preset.profile.repeat
+    if preset.profile.kind == "capacity":
+        # a search writes its probes (as many as it takes) and then one capacity row per target and scenario
+        found, df = df[df["rate"].isna()], df[df["rate"].notna()]
+        assert len(found) == len(measured) * preset.profile.repeat and found["verdict"].notna().all()
+        assert found["capacity_low_rps"].notna().all() and df.groupby(["target", "scenario"]).size().min() >= 1
+    else:
+        per_cell = len(preset.profile.levels()) * (preset.profile.ramp.steps if preset.profile.ramp else 1)
+        assert len(df) == len(measured) * per_cell * preset.profile.repeat
     assert (df["requests"] > 0).all() and df["latency_p95_ms"].notna().all()
     if preset.profile.kind == "ramp":
         ts = results.load_timeseries(run)
         assert {(t, s) for t, s in zip(ts["target"], ts["scenario"])} == measured
     meta = results.load_meta(run)
     assert meta["plan"]["preset"] == name and meta["status"] == "finished"
-    if name in ("redis-frameworks", "mvc-vs-reactive-ramp"):
-        # The report of a preset run (a ramp's with its time series) renders in a browser.
+    if name in ("redis-frameworks", "mvc-vs-reactive-ramp", "capacity-at-slo"):
+        # The report of a preset run (a ramp's with its time series, a search's with its capacity) renders.
         from test_report import assert_renders
         r = bench("report", run.name, "--results-dir", str(results_dir), frameworks=None, timeout=600)
         assert r.returncode == 0, r.stdout + r.stderr

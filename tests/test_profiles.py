@@ -21,7 +21,7 @@ def test_every_shipped_preset_resolves_against_the_repo():
     from orchestrator import REPO_ROOT
     catalog = discover(REPO_ROOT / "frameworks")
     names = set(presets.shipped())
-    assert names == {"gateway-vt-vs-webflux", "spring-concurrency-models", "redis-frameworks",
+    assert names == {"gateway-vt-vs-webflux", "spring-concurrency-models", "redis-frameworks", "capacity-at-slo",
                      "mvc-vs-reactive-ramp", "cpu-and-io-bursts"}
     for name in names:
         full, quick = presets.load(name, catalog), presets.load(name, catalog, quick=True)
