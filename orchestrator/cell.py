@@ -9,7 +9,7 @@ from pathlib import Path
 from . import drivers
 from . import rows as rows_mod
 from .calibrate import ceilings
-from .capacity import PASS, Search, judge
+from .capacity import PASS, Search, judge, vus_for
 from .checks import cell_flags
 from .environment import Environment, Started
 from .errors import TargetFailed
@@ -108,12 +108,13 @@ def search_rows(p, base: dict, scenario, load: drivers.LoadSpec, run, window, fl
     slo = objective.describe(scenario)
     rows, best = [], None
     while (rate := search.next_rate()) is not None:
-        result, sampler = run(replace(load, rate=rate))
+        vus = vus_for(rate, objective, scenario, load.concurrency)
+        result, sampler = run(replace(load, rate=rate, concurrency=vus))
         smp = window(sampler, result, whole_load=True)
-        row_flags = flags(load.concurrency, result, smp)
-        verdict = judge(rate, result, row_flags, objective, scenario, ceiling)
+        row_flags = flags(vus, result, smp)
+        verdict = judge(rate, result, row_flags, objective, scenario, ceiling, vus)
         search.record(rate, verdict)
-        row = rows_mod.measured({**base, "concurrency": load.concurrency, "rate": rate, "step": len(search.probes)},
+        row = rows_mod.measured({**base, "concurrency": vus, "rate": rate, "step": len(search.probes)},
                                 result, smp, row_flags)
         rows.append({**row, "slo": slo, "verdict": f"{verdict.state}: {verdict.why}"})
         if verdict.state == PASS and rate == search.low:

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import PORTS, bench
 from orchestrator import results
-from orchestrator.capacity import FAIL, LIMIT, PASS, Objective, Search, Verdict, judge, parse_slo
+from orchestrator.capacity import FAIL, LIMIT, PASS, Objective, Search, Verdict, judge, parse_slo, vus_for
 from orchestrator.drivers import LoadResult
 from orchestrator.errors import UsageError
 from orchestrator.scenarios import SCENARIOS
@@ -53,6 +53,17 @@ def test_the_verdict_reads_the_objective_over_the_scenarios_wait_the_budget_and_
                  sleep, None).why.startswith("0.25 % of arrivals failed or dropped")
     assert judge(1000, ok, ["loadgen-cpus-busy"], objective, sleep, None).state == LIMIT
     assert judge(20_000, ok, [], objective, sleep, 23_000).state == LIMIT
+
+
+def test_a_probe_has_the_vus_littles_law_needs_at_the_objective_and_drops_with_idle_vus_are_the_generators():
+    sleep, json = SCENARIOS["sleep"], SCENARIOS["json"]
+    objective = Objective("p99", 50.0, 0.001)
+    assert vus_for(2000, objective, sleep, 2000) == 300 and vus_for(6000, objective, json, 2000) == 300
+    assert vus_for(100, objective, json, 2000) == 50 and vus_for(100_000, objective, json, 2000) == 2000
+    fast_but_dropped = LoadResult(requests=95_000, duration_s=8.0, latency_p99=6.9, dropped=1000)
+    assert judge(12_000, fast_but_dropped, [], objective, json, None, vus=600).state == LIMIT
+    slow_and_dropped = LoadResult(requests=40_000, duration_s=8.0, latency_p99=48.0, dropped=1000)
+    assert judge(12_000, slow_and_dropped, [], objective, json, None, vus=600).state == FAIL
 
 
 def test_an_objective_is_written_percentile_equals_bound():
