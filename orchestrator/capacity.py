@@ -105,57 +105,59 @@ def judge(offered: float, r: LoadResult, flags: list[str], objective: Objective,
 class Search:
     """Bracketing, then bisection of the arrival rate. Rates are whole requests per second."""
     start: float
-    resolution: float             # stop when (high - low) / low is at most this
+    resolution: float             # stop when (upper - low) / low is at most this
     max_probes: int
-    max_rate: float | None = None  # the most the generator can offer here (None: unknown)
+    max_rate: float | None = None  # the most the generator can offer here by calibration (None: unknown)
     floor: float = 1.0
     low: float = 0.0               # the highest rate that passed
     high: float | None = None      # the lowest rate that failed
-    limited: bool = False          # a probe hit the generator's limit
+    limit: float | None = None     # the lowest rate the generator could not offer
     probes: list[tuple[float, Verdict]] = field(default_factory=list)
 
     def next_rate(self) -> float | None:
-        """The next rate to probe, or None when the search is over."""
-        if self.limited or len(self.probes) >= self.max_probes:
+        """The next rate to probe, or None when the search is over. Below a generator limit the search
+        bisects towards it, so that "at least" is as high as this machine can offer."""
+        if len(self.probes) >= self.max_probes:
             return None
         last = self.probes[-1][1] if self.probes else None
         if last and last.close and last.state == PASS and not self._repeated():
             return self.probes[-1][0]
-        if self.high is None:
+        if self.high is None and self.limit is None:
             rate = self.start if not self.probes else 2 * self.low
-            if self.max_rate and rate > self.max_rate:
-                if self.low >= self.max_rate:
-                    self.limited = True
-                    return None
-                rate = self.max_rate
-            return float(round(rate))
+            if not (self.max_rate and rate > self.max_rate):
+                return float(round(rate))
+            if self.low >= self.max_rate:
+                self.limit = self.max_rate
+                return None
+            return float(round(self.max_rate))
+        upper = min(r for r in (self.high, self.limit) if r is not None)
         if self.low == 0:
-            rate = round(self.high / 2)
+            rate = round(upper / 2)
             return float(rate) if rate >= self.floor else None
-        if (self.high - self.low) / self.low <= self.resolution:
+        if (upper - self.low) / self.low <= self.resolution:
             return None
-        return float(round((self.low + self.high) / 2))
+        return float(round((self.low + upper) / 2))
 
     def _repeated(self) -> bool:
         return len(self.probes) >= 2 and self.probes[-2][0] == self.probes[-1][0]
 
     def record(self, rate: float, verdict: Verdict) -> None:
         self.probes.append((rate, verdict))
-        passed = [v.state for r, v in self.probes if r == rate]
+        states = [v.state for r, v in self.probes if r == rate]
         if verdict.state == LIMIT:
-            self.limited = True
-        elif all(s == PASS for s in passed) and (not verdict.close or self._repeated()):
+            self.limit = rate if self.limit is None else min(self.limit, rate)
+        elif all(s == PASS for s in states) and (not verdict.close or self._repeated()):
             self.low = max(self.low, rate)
-        elif FAIL in passed:
+        elif FAIL in states:
             self.high = rate if self.high is None else min(self.high, rate)
 
     def outcome(self) -> str:
-        """found (an interval narrower than the resolution), above-generator, below-floor or
-        unresolved (the probe budget ran out first)."""
-        if self.limited:
-            return "above-generator"
+        """found (an interval narrower than the resolution), above-generator (no failure below what the
+        generator could offer), below-floor, or unresolved (the probe budget ran out first)."""
         if self.high is not None and self.low == 0:
             return "below-floor"
+        if self.limit is not None and (self.high is None or self.high > self.limit):
+            return "above-generator"
         if self.high is not None and (self.high - self.low) / self.low <= self.resolution:
             return "found"
         return "unresolved"
