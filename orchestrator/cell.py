@@ -33,7 +33,8 @@ def load_dir(environment: Environment, target_id: str, repeat: int) -> Path:
 
 
 def measure_cell(environment: Environment, started: Started, plan: Plan, base: dict, scenario: str,
-                 concurrency: int, rate: float | None, infra=None) -> tuple[list[dict], list[dict]]:
+                 concurrency: int, rate: float | None, infra=None,
+                 progress=lambda text: None) -> tuple[list[dict], list[dict]]:
     """Warm up, drive the profile's load while sampling the server, check the server still answers;
     returns the measurement rows (one; a ramp: one per step) and the per-second series (ramp).
 
@@ -80,7 +81,7 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
         return sampler.window(r.started_at, r.started_at + r.duration_s, whole_load)
 
     if p.kind == "capacity":
-        return search_rows(p, base, SCENARIOS[scenario], load, run, window, flags, ceiling), []
+        return search_rows(p, base, SCENARIOS[scenario], load, run, window, flags, ceiling, progress), []
     result, sampler = run(load)
     if p.ramp is None:
         smp = window(sampler, result, whole_load=True)
@@ -98,7 +99,7 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
 
 
 def search_rows(p, base: dict, scenario, load: drivers.LoadSpec, run, window, flags,
-                ceiling: float | None) -> list[dict]:
+                ceiling: float | None, progress) -> list[dict]:
     """A capacity search (capacity.py) on the warmed-up target: a row per probe, in the order they
     ran (rate = offered, step = the probe's number), then the capacity row, which carries the
     interval the capacity lies in and the figures of the highest rate that passed."""
@@ -108,6 +109,8 @@ def search_rows(p, base: dict, scenario, load: drivers.LoadSpec, run, window, fl
     slo = objective.describe(scenario)
     rows, best = [], None
     while (rate := search.next_rate()) is not None:
+        known = f"{search.low:,.0f} passed" + (f", {search.high:,.0f} failed" if search.high else "")
+        progress(f"{scenario.name}: probe {len(search.probes) + 1} at {rate:,.0f}/s ({known})")
         vus = vus_for(rate, objective, scenario, load.concurrency)
         result, sampler = run(replace(load, rate=rate, concurrency=vus))
         smp = window(sampler, result, whole_load=True)

@@ -65,6 +65,7 @@ class ConsoleView:
         events.target_starting.add_listener(lambda target: self._describe(f"starting {target.id}"))
         events.target_started.add_listener(self.target_started)
         events.cell_starting.add_listener(self.cell_starting)
+        events.cell_progress.add_listener(lambda target, text: self._describe(f"{target.id} {text}"))
         events.cell_measured.add_listener(lambda rows, series: self.cell_done(rows))
         events.cell_failed.add_listener(self.cell_done)
         events.infra_restarted.add_listener(

@@ -31,6 +31,7 @@ class Events:
         self.target_starting = EventHook()   # target
         self.target_started = EventHook()    # target, started
         self.cell_starting = EventHook()     # target, cell
+        self.cell_progress = EventHook()     # target, text -- within a long cell (a search's probes)
         self.cell_measured = EventHook()     # rows, series
         self.cell_failed = EventHook()       # rows (status failed, with the reason)
         self.infra_restarted = EventHook()   # dead: list of what died

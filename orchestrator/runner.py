@@ -181,7 +181,9 @@ class Run:
                 series: list[dict] = []
                 try:
                     rows, series = measure_cell(self.environment, started, self.plan, identity, scenario, conc,
-                                                rate, self.infra[0])
+                                                rate, self.infra[0],
+                                                lambda text: self.events.cell_progress.fire(target=target,
+                                                                                            text=text))
                 except TargetFailed as e:
                     failed += self._fail(target, repeat, cells[i:], e.reason, started)
                     break
