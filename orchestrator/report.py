@@ -516,7 +516,7 @@ def _chart_block(name: str, fig: Figure, title: str) -> tuple:
 
 def _capacity_blocks(probes: pd.DataFrame, capacity: pd.DataFrame, meta: dict, colors: dict) -> list[tuple]:
     """The capacity section, first in the report: the table, the cost per request, a chart per scenario."""
-    percentile, _, common_rate = capacity_report.objective_of(meta.get("plan", {}).get("profile") or {})
+    percentile, common_rate = capacity_report.objective_of(meta.get("plan", {}).get("profile") or {})
     label = percentile_label(percentile)
     slos = "; ".join(sorted(f"{s}: {o}" for s, o in capacity.groupby("scenario")["slo"].first().items()))
     blocks = [("h2", "Capacity at the objective"),
