@@ -6,6 +6,11 @@ the best a generator reaches against it is (close to) its own ceiling. When ngin
 the limit of its CPUs, the figure is only a lower bound of that ceiling: the record says which side
 was the limit ("bound": "server", "generator", or "neither" when other work on the machine was).
 
+A generator that runs open-model (arrival-rate) loads has a second, lower ceiling: the highest rate
+it keeps against nginx with no arrival dropped and p99 within OPEN_P99_MS, found by the same search
+as a capacity cell (capacity.py). Above it, a capacity probe measures the generator: k6 on one CPU
+drops arrivals there while nginx idles, at a quarter of its closed-loop ceiling.
+
 results/calibration.json holds one record per machine (hostname, CPU model, cores) and in it one
 self-contained entry per generator (ceiling, versions, pinning, date), so calibrating one generator
 again keeps the others.
@@ -27,7 +32,8 @@ import psutil
 from rich.markup import escape
 
 from . import RESULTS_DIR, httpclient, options, procs
-from .drivers import DRIVERS, Driver, DriverFailed, LoadResult, LoadSpec, get as get_driver
+from .capacity import Objective, Search, judge, vus_for
+from .drivers import DRIVERS, Driver, DriverFailed, LoadResult, LoadSpec, drivers_by_kind, get as get_driver
 from .drivers.base import run_generator
 from .errors import BenchError, UsageError
 from .hostinfo import host_info, machine_key, tool_version
@@ -41,6 +47,11 @@ BUSY = 0.9                 # a side above this share of the CPUs it can use set 
 LEVELS = (16, 64, 256)     # connections (VUs, users) tried; the ceiling is the best of them
 WINDOWS = 3                # windows per level; a level's figure is their median
 GENERATORS = (*DRIVERS, "oha")
+# The open-model ceiling's test: what the generator alone may add to p99 (nginx answers in ~0.1 ms)
+# and drop, at VUs sized as a capacity probe at the default objective would have them.
+OPEN_P99_MS = 5.0
+OPEN = Objective(percentile="p99", bound_ms=OPEN_P99_MS, error_budget=0.0)
+OPEN_START, OPEN_RESOLUTION, OPEN_PROBES, OPEN_MAX_VUS = 2000, 0.05, 12, 2000
 SCENARIO = Scenario("calibrate", "GET", "/plaintext", 200, "text/plain", HELLO)
 NGINX_INSTALL = "apt-get install -y nginx"
 
@@ -118,12 +129,14 @@ def _read(path: Path) -> dict:
         raise BenchError(f"{path} is not calibration data ({e}): delete it or run `bench calibrate` again") from None
 
 
-def ceilings(host: dict | None = None, results_dir: Path = RESULTS_DIR, loadgen_cpus: str | None = None) -> dict[str, float]:
+def ceilings(host: dict | None = None, results_dir: Path = RESULTS_DIR, loadgen_cpus: str | None = None,
+             key: str = "ceiling_rps") -> dict[str, float]:
     """Generator name -> its calibrated ceiling in rps on this machine (or `host`); {} when not calibrated.
     With `loadgen_cpus`, only ceilings measured with the generator on those same CPUs: a generator on
-    one CPU has a lower ceiling than on two, and a bar measured under other pinning flags wrongly."""
+    one CPU has a lower ceiling than on two, and a bar measured under other pinning flags wrongly.
+    key "open_ceiling_rps": the open-model ceilings instead (generators that run arrival rates)."""
     record = _read(Path(results_dir) / FILE)["machines"].get(machine_key(host or host_info()), {})
-    return {name: e["ceiling_rps"] for name, e in record.get("generators", {}).items() if e.get("ceiling_rps")
+    return {name: e[key] for name, e in record.get("generators", {}).items() if e.get(key)
             and (loadgen_cpus is None or parse_cpus(str(e.get("loadgen_cpus", ""))) == parse_cpus(loadgen_cpus))}
 
 
@@ -227,6 +240,29 @@ def measure(name: str, servers: list[psutil.Process], port: int, server_cpus: st
             "levels": levels}
 
 
+def open_model(name: str, servers: list[psutil.Process], port: int, loadgen_cpus: str, work: Path,
+               window_s: float, say) -> dict:
+    """The highest arrival rate the generator keeps against nginx (OPEN's test), by a capacity
+    search: nginx is far from its own limit there, so every failure is the generator's."""
+    gen, search, probes = driver(name), Search(OPEN_START, OPEN_RESOLUTION, OPEN_PROBES), []
+    while (rate := search.next_rate()) is not None:
+        vus = vus_for(rate, Objective(), SCENARIO, OPEN_MAX_VUS)
+        spec = LoadSpec(port=port, scenario=SCENARIO, concurrency=vus, duration_s=window_s, rate=rate,
+                        cpus=loadgen_cpus, timeout_s=10.0, out_dir=work / f"{name}-open")
+        before = _cpu_s(servers)
+        r = gen.run(spec)
+        server_pct = 100 * (_cpu_s(servers) - before) / r.duration_s / len(servers)
+        verdict = judge(rate, r, [], OPEN, SCENARIO, None)
+        search.record(rate, verdict)
+        probes.append({"rate": rate, "vus": vus, "rps": round(r.rps), "dropped": r.dropped,
+                       "p50_ms": round(r.latency_p50, 2), "p99_ms": round(r.latency_p99, 2),
+                       "generator_cpu_pct": round(100 * r.loadgen_cpu_s / r.duration_s / cpu_count(loadgen_cpus), 1),
+                       "server_cpu_pct": round(server_pct, 1), "verdict": f"{verdict.state}: {verdict.why}"})
+        say(f"[dim]  {name} open model at {rate:,.0f}/s: {verdict.state} ({escape(verdict.why)})[/]")
+    return {"open_ceiling_rps": round(search.low), "open_outcome": search.outcome(),
+            "open_test": OPEN.describe(SCENARIO), "open_window_s": window_s, "open_probes": probes}
+
+
 def bound(server_pct: float, generator_pct: float) -> str:
     """Which side limited the figure: "server" (then it is only a lower bound of the generator's
     ceiling), "generator", or "neither" (both had CPU to spare: other work on the machine took it,
@@ -292,6 +328,10 @@ def command(server_cpus: str | None, loadgen_cpus: str | None, duration: str, ge
                     console.print(f"{name}: {entry['ceiling_rps']:,} rps at {entry['concurrency']} connections "
                                   f"(generator {entry['generator_cpu_pct']:.0f} % of its CPUs, nginx "
                                   f"{entry['server_cpu_pct']:.0f} %), bound: {entry['bound']}")
+                    if name in drivers_by_kind().get("capacity", ()):
+                        entry.update(open_model(name, servers, port, loadgen_cpus, work, duration_s, console.print))
+                        console.print(f"{name}: open model {entry['open_ceiling_rps']:,} req/s ({entry['open_test']}, "
+                                      f"{entry['open_outcome']})")
                 except DriverFailed as e:
                     entry["error"] = str(e)
                     console.print(f"[red]{name} failed:[/] {escape(str(e))}", soft_wrap=True)
@@ -300,17 +340,20 @@ def command(server_cpus: str | None, loadgen_cpus: str | None, duration: str, ge
     finally:
         shutil.rmtree(work, ignore_errors=True)
     table = Table("generator", "version", "ceiling rps", "at conc.", "generator CPU %", "nginx CPU %", "bound",
+                  "open-model rps",
                   title=f"{machine_key(host)}: nginx on CPU(s) {server_cpus}, generators on CPU(s) {loadgen_cpus}",
-                  caption="CPU % of the CPUs each side can use; bound: which side was at its limit")
+                  caption="CPU % of the CPUs each side can use; bound: which side was at its limit; open-model rps: "
+                          f"the highest arrival rate kept with p99 <= {OPEN_P99_MS:g} ms and no arrival dropped")
     table.columns[1].max_width = 40
     for name, e in entries.items():
         if "error" in e:
-            table.add_row(name, escape(e["version"]), "", "", "", "", "[red]failed[/]")
+            table.add_row(name, escape(e["version"]), "", "", "", "", "[red]failed[/]", "")
             continue
         table.add_row(name, escape(e["version"]), f"{e['ceiling_rps']:,}", str(e["concurrency"]),
                       f"{e['generator_cpu_pct']:.0f}", f"{e['server_cpu_pct']:.0f}",
                       {"server": "server: a lower bound", "neither": "[yellow]neither: machine busy?[/]"}.get(
-                          e["bound"], e["bound"]))
+                          e["bound"], e["bound"]),
+                      f"{e['open_ceiling_rps']:,}" if "open_ceiling_rps" in e else "")
     console.print(table)
     console.print(f"stored in {path}")
     return not any("error" in e for e in entries.values())

@@ -8,8 +8,9 @@ until a probe fails, or halving until one passes) and then bisects until the int
 [highest pass, lowest fail] is narrower than the resolution. A verdict within CLOSE of the bound
 is probed once more when it passed, and passes only if both probes pass.
 
-A probe the generator could not deliver (its CPUs saturated, or a rate above NEAR_CEILING of what
-`bench calibrate` measured k6 to reach here) ends the search: the capacity is then "above what this
+A probe the generator could not deliver (its CPUs saturated, a rate above what `bench calibrate`
+measured k6 to keep in an open model here, or arrivals dropped while the target answered fast) ends
+the search: the capacity is then "above what this
 machine can offer", with the highest passing rate as its lower bound and no upper bound.
 """
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from .drivers import LoadResult
 from .errors import UsageError
 from .scenarios import Scenario
-from .schema import NEAR_CEILING, PERCENTILES, percentile_label
+from .schema import PERCENTILES, percentile_label
 
 CLOSE = 0.10          # a latency within 10 % of the bound is a close verdict: probed again
 RATE_MET = 0.97       # of the offered rate: an open model that achieves less fell behind
@@ -70,15 +71,16 @@ class Verdict:
 
 
 def judge(offered: float, r: LoadResult, flags: list[str], objective: Objective, scenario: Scenario,
-          ceiling: float | None, vus: int | None = None) -> Verdict:
-    """Whether one probe at the offered rate met the objective, and if not, why. vus: the VUs k6 had;
+          most: float | None, vus: int | None = None) -> Verdict:
+    """Whether one probe at the offered rate met the objective, and if not, why. most: the highest
+    rate the generator can offer here (None: unknown); vus: the VUs k6 had;
     arrivals dropped while answered requests were fast enough that fewer than those VUs were busy
     with responses (Little's law at the measured p99) were dropped by the generator, not the target."""
     if "loadgen-saturated" in flags or "loadgen-cpus-busy" in flags:
         return Verdict(LIMIT, "the load generator's CPUs were saturated")
-    if ceiling and offered > NEAR_CEILING * ceiling:
-        return Verdict(LIMIT, f"{offered:g} req/s is above {NEAR_CEILING:.0%} of k6's calibrated ceiling "
-                              f"({ceiling:,.0f} req/s)")
+    if most and offered > most:
+        return Verdict(LIMIT, f"{offered:,.0f} req/s is above the {most:,.0f} req/s the generator can offer here "
+                              f"(bench calibrate)")
     arrivals = max(1.0, offered * r.duration_s)
     latency, bound = getattr(r, f"latency_{objective.percentile}"), objective.bound_for(scenario)
     if vus and r.dropped > objective.error_budget * arrivals and latency == latency \

@@ -20,7 +20,6 @@ from .plan import Plan
 from .procs import log_tail
 from .sampling import Sampler
 from .scenarios import SCENARIOS
-from .schema import NEAR_CEILING
 from .warmup import warm_up
 
 PROBE_TIMEOUT_S = 10.0
@@ -81,7 +80,8 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
         return sampler.window(r.started_at, r.started_at + r.duration_s, whole_load)
 
     if p.kind == "capacity":
-        return search_rows(p, base, SCENARIOS[scenario], load, run, window, flags, ceiling, progress), []
+        most = ceilings(loadgen_cpus=s.loadgen_cpus, key="open_ceiling_rps").get(p.driver)
+        return search_rows(p, base, SCENARIOS[scenario], load, run, window, flags, most, progress), []
     result, sampler = run(load)
     if p.ramp is None:
         smp = window(sampler, result, whole_load=True)
@@ -99,13 +99,13 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
 
 
 def search_rows(p, base: dict, scenario, load: drivers.LoadSpec, run, window, flags,
-                ceiling: float | None, progress) -> list[dict]:
+                most: float | None, progress) -> list[dict]:
     """A capacity search (capacity.py) on the warmed-up target: a row per probe, in the order they
     ran (rate = offered, step = the probe's number), then the capacity row, which carries the
-    interval the capacity lies in and the figures of the highest rate that passed."""
+    interval the capacity lies in and the figures of the highest rate that passed. most: the highest
+    rate the generator can offer here (its calibrated open-model ceiling), None when unknown."""
     objective = p.objective
-    search = Search(start=p.common_rate, resolution=p.resolution, max_probes=p.max_probes,
-                    max_rate=NEAR_CEILING * ceiling if ceiling else None)
+    search = Search(start=p.common_rate, resolution=p.resolution, max_probes=p.max_probes, max_rate=most)
     slo = objective.describe(scenario)
     rows, best = [], None
     while (rate := search.next_rate()) is not None:
@@ -115,7 +115,7 @@ def search_rows(p, base: dict, scenario, load: drivers.LoadSpec, run, window, fl
         result, sampler = run(replace(load, rate=rate, concurrency=vus))
         smp = window(sampler, result, whole_load=True)
         row_flags = flags(vus, result, smp)
-        verdict = judge(rate, result, row_flags, objective, scenario, ceiling, vus)
+        verdict = judge(rate, result, row_flags, objective, scenario, most, vus)
         search.record(rate, verdict)
         row = rows_mod.measured({**base, "concurrency": vus, "rate": rate, "step": len(search.probes)},
                                 result, smp, row_flags)

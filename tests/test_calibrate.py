@@ -44,6 +44,18 @@ def test_calibrate_stores_ceilings_and_leaves_nothing_running(results_dir):
         assert (e["server_cpus"], e["loadgen_cpus"]) == ("1", "0")
         assert e["generator_cpu_pct"] > 0 and e["server_cpu_pct"] > 0
 
+    # k6 also runs arrival rates: its open-model ceiling is the highest probe that kept the rate
+    # with p99 within the test and nothing dropped, below its closed-loop ceiling
+    k6 = record["generators"]["k6"]
+    assert "open_ceiling_rps" not in record["generators"]["wrk"]
+    passed = [p["rate"] for p in k6["open_probes"] if p["verdict"].startswith("pass")]
+    assert k6["open_ceiling_rps"] == max(passed) < k6["ceiling_rps"]
+    for probe in k6["open_probes"]:
+        if probe["verdict"].startswith("pass"):
+            assert probe["dropped"] == 0 and probe["p99_ms"] <= calibrate.OPEN_P99_MS
+            assert probe["rps"] >= 0.97 * probe["rate"]
+    assert calibrate.ceilings(results_dir=results_dir, key="open_ceiling_rps") == {"k6": k6["open_ceiling_rps"]}
+
     ceilings = calibrate.ceilings(results_dir=results_dir)
     assert set(ceilings) == {"wrk", "k6"}
     for ceiling in ceilings.values():

@@ -53,7 +53,8 @@ def test_the_verdict_reads_the_objective_over_the_scenarios_wait_the_budget_and_
     assert judge(1000, LoadResult(requests=8000, duration_s=8.0, latency_p99=10.0, dropped=20), [], objective,
                  sleep, None).why.startswith("0.25 % of arrivals failed or dropped")
     assert judge(1000, ok, ["loadgen-cpus-busy"], objective, sleep, None).state == LIMIT
-    assert judge(20_000, ok, [], objective, sleep, 23_000).state == LIMIT
+    assert judge(20_000, ok, [], objective, sleep, 19_000).state == LIMIT   # above what k6 can offer here
+    assert judge(1000, ok, [], objective, sleep, 19_000).state == PASS
 
 
 def test_a_probe_has_the_vus_littles_law_needs_at_the_objective_and_drops_with_idle_vus_are_the_generators():
