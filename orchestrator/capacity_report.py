@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 
 from .schema import PERCENTILES, latency_column, percentile_label
 
-OUTCOMES = {"found": "", "above-generator": " (above what the generator can offer here)",
+OUTCOMES = {"found": "", "above-generator": " (generator limit)",
             "below-floor": " (below the lowest rate probed)", "unresolved": " (probe budget spent)"}
 
 

@@ -14,6 +14,7 @@ from .checks import cell_flags
 from .environment import Environment, Started
 from .errors import TargetFailed
 from .evidence import Probe, off_contract
+from .flight_recorder import CellRecorder
 from .httpclient import request
 from .jvm import cpu_count
 from .plan import Plan
@@ -53,10 +54,13 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
     ceiling = ceilings(loadgen_cpus=s.loadgen_cpus).get(p.driver)
     # Little's law ties rps and latency to the clients only in a closed loop of fixed size.
     closed = p.kind in ("throughput", "ramp")
+    recorder = CellRecorder(environment.jdk.home, started.server.pid, environment.logs / "jfr" / out_dir.name,
+                            environment.logs.parent, s.loadgen_cpus, on=s.jfr)
 
-    def run(load: drivers.LoadSpec) -> tuple[drivers.LoadResult, Sampler]:
-        """Drive one load while sampling, then make sure the target survived it."""
-        with Sampler(started.server, s.loadgen_cpus, probe=Probe(infra) if infra else None) as sampler:
+    def run(load: drivers.LoadSpec, name: str) -> tuple[drivers.LoadResult, Sampler]:
+        """Drive one load while sampling (and recording, when on), then make sure the target survived it."""
+        with recorder.load(name), \
+                Sampler(started.server, s.loadgen_cpus, probe=Probe(infra) if infra else None) as sampler:
             result = drivers.get(p.driver).run(load)
         if started.server.exit_code() is not None:
             raise TargetFailed(f"target exited with {started.server.exit_code()} during the cell; last lines of "
@@ -81,25 +85,27 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
 
     if p.kind == "capacity":
         most = ceilings(loadgen_cpus=s.loadgen_cpus, key="open_ceiling_rps").get(p.driver)
-        return search_rows(p, base, SCENARIOS[scenario], load, run, window, flags, most, progress), []
-    result, sampler = run(load)
+        return search_rows(p, base, SCENARIOS[scenario], load, run, window, flags, most, progress, recorder), []
+    name = f"{scenario}-" + (f"r{rate:g}" if rate else f"c{concurrency}")
+    result, sampler = run(load, name)
     if p.ramp is None:
         smp = window(sampler, result, whole_load=True)
         row = rows_mod.measured({**base, "concurrency": concurrency, "rate": rate}, result, smp, flags(concurrency, result, smp))
-        return [row], []
+        return [recorder.add(name, [(result.started_at, result.started_at + result.duration_s)], [row])[0]], []
     rows = []
     for step, r in enumerate(result.steps, start=1):
         users = p.ramp.users(step)
         smp = window(sampler, r)
         rows.append(rows_mod.measured({**base, "concurrency": users, "step": step, "duration_s": r.duration_s},
                                       r, smp, flags(users, r, smp)))
+    rows = recorder.add(name, [(r.started_at, r.started_at + r.duration_s) for r in result.steps], rows)
     series = [rows_mod.second(base, rec, sampler.window(rec["epoch_s"], rec["epoch_s"] + 1))
               for rec in result.timeseries]
     return rows, series
 
 
 def search_rows(p, base: dict, scenario, load: drivers.LoadSpec, run, window, flags,
-                most: float | None, progress) -> list[dict]:
+                most: float | None, progress, recorder: CellRecorder) -> list[dict]:
     """A capacity search (capacity.py) on the warmed-up target: a row per probe, in the order they
     ran (rate = offered, step = the probe's number), then the capacity row, which carries the
     interval the capacity lies in and the figures of the highest rate that passed. most: the highest
@@ -112,13 +118,15 @@ def search_rows(p, base: dict, scenario, load: drivers.LoadSpec, run, window, fl
         known = f"{search.low:,.0f} passed" + (f", {search.high:,.0f} failed" if search.high else "")
         progress(f"{scenario.name}: probe {len(search.probes) + 1} at {rate:,.0f}/s ({known})")
         vus = vus_for(rate, objective, scenario, load.concurrency)
-        result, sampler = run(replace(load, rate=rate, concurrency=vus))
+        name = f"{scenario.name}-probe{len(search.probes) + 1}"
+        result, sampler = run(replace(load, rate=rate, concurrency=vus), name)
         smp = window(sampler, result, whole_load=True)
         row_flags = flags(vus, result, smp)
         verdict = judge(rate, result, row_flags, objective, scenario, most, vus)
         search.record(rate, verdict)
         row = rows_mod.measured({**base, "concurrency": vus, "rate": rate, "step": len(search.probes)},
                                 result, smp, row_flags)
+        row = recorder.add(name, [(result.started_at, result.started_at + result.duration_s)], [row])[0]
         rows.append({**row, "slo": slo, "verdict": f"{verdict.state}: {verdict.why}"})
         if verdict.state == PASS and rate == search.low:
             best = row

@@ -60,7 +60,7 @@ def _targets(framework: Optional[str], variant: Optional[str], catalog=None):
 
 def _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime="process", memory="1g",
               offline=False, start_timeout="120s", db_pool_size=16, redis_pool_size=16, timeout="30s",
-              fresh_jvm_per_scenario=None, preset=None) -> Settings:
+              fresh_jvm_per_scenario=None, preset=None, jfr=None) -> Settings:
     """The options as Settings; those left out take the preset's value, else the default."""
     from .runtimes import RUNTIMES
     chosen = preset.settings(cpus_given=bool(server_cpus or loadgen_cpus)) if preset else {}
@@ -68,11 +68,12 @@ def _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtim
     loadgen_cpus = loadgen_cpus or chosen.get("loadgen_cpus")
     heap = heap or chosen.get("heap")
     fresh = chosen.get("fresh_jvm_per_scenario", False) if fresh_jvm_per_scenario is None else fresh_jvm_per_scenario
+    jfr = chosen.get("jfr", False) if jfr is None else jfr
     if runtime not in RUNTIMES:
         raise UsageError(f"unknown runtime '{runtime}'; valid: {', '.join(RUNTIMES)}") from None
     return Settings(runtime=runtime, memory=options.memory(memory), offline=offline,
                     start_timeout_s=options.duration(start_timeout, "--start-timeout"),
-                    request_timeout_s=options.duration(timeout, "--timeout"), fresh_jvm_per_scenario=fresh,
+                    request_timeout_s=options.duration(timeout, "--timeout"), fresh_jvm_per_scenario=fresh, jfr=jfr,
                     server_cpus=options.cpu_list(server_cpus or "1", "--server-cpus"),
                     loadgen_cpus=options.cpu_list(loadgen_cpus or "0", "--loadgen-cpus"),
                     heap=options.heap(heap or "512m"), port=options.port(port, "--port"),
@@ -209,6 +210,10 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
             None, "--fresh-jvm-per-scenario/--one-jvm-per-target", help="A fresh JVM for each scenario, so that no "
             "scenario inherits the heap, threads or JIT state of the ones before it (default: one JVM per target "
             "and repeat; a preset may choose)."),
+        jfr: Optional[bool] = typer.Option(
+            None, "--jfr/--no-jfr", help="Record each measured window with Flight Recorder: pinning, threads, "
+            "blocking, GC, hot methods and a flame graph per cell in the rows and logs/jfr/ (default: on in "
+            "presets, off otherwise)."),
         resume: Optional[str] = typer.Option(None, "--resume", help="Continue this run id with its own plan."),
         server_cpus: Optional[str] = ServerCpus, loadgen_cpus: Optional[str] = LoadgenCpus,
         heap: Optional[str] = HeapOpt, port: int = PortOpt, redis_port: int = RedisPortOpt,
@@ -243,7 +248,8 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
             prof = profiles.load(profile)
         prof = _override(prof, concurrency, rate, requests, workers, warmup, warmup_max, duration, repeat, slo)
         settings = _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime, memory, offline,
-                             start_timeout, db_pool_size, redis_pool_size, timeout, fresh_jvm_per_scenario, chosen)
+                             start_timeout, db_pool_size, redis_pool_size, timeout, fresh_jvm_per_scenario, chosen,
+                             jfr)
         plan = Plan(matrix=matrix, profile=prof, settings=settings, preset=preset)
         plan.check_served(catalog)
         _check_writable(results_dir)

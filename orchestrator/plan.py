@@ -31,6 +31,9 @@ class Settings:
     # A fresh JVM for each scenario, not one per target: no scenario inherits the heap, threads, JIT
     # state or peak RSS of the ones before it (on in presets whose tables crown RSS or threads).
     fresh_jvm_per_scenario: bool = False
+    # A Flight Recorder file of each measured window, read into the rows' jfr_* columns
+    # (flight_recorder.py): on in presets, whose reports explain their verdicts with it
+    jfr: bool = False
 
 
 def pool_env(s: Settings, target: Target) -> dict[str, str]:

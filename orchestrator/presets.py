@@ -35,7 +35,7 @@ class Preset:
     def settings(self, cpus_given: bool) -> dict:
         """The run settings the study used, for the options the user left out. CPUs go as a pair: a
         user's --server-cpus never meets the preset's load generator CPUs."""
-        chosen: dict = {"heap": self.heap, "fresh_jvm_per_scenario": self.fresh_jvm_per_scenario}
+        chosen: dict = {"heap": self.heap, "fresh_jvm_per_scenario": self.fresh_jvm_per_scenario, "jfr": True}
         cpus = None if cpus_given else self.cpus()
         if cpus:
             chosen["server_cpus"], chosen["loadgen_cpus"] = cpus

@@ -23,6 +23,7 @@ from . import RESULTS_DIR, analysis, capacity_report, results
 from . import noise as noise_mod
 from .analysis import METRICS, PLOTTED_PERCENTILES, fmt
 from .errors import UsageError
+from .jfr_report import WHY_TEXT, Link, why_table
 from .schema import NEAR_CEILING, percentile_label
 
 TIMESERIES = results.TIMESERIES
@@ -497,6 +498,9 @@ def _sections(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
         for level in analysis.x_levels(summ, scenario, x):
             blocks += [("h3", f"{scenario} at {analysis.level_name(df, x)} {level:g}"),
                        ("table", comparison_table(summ, scenario, level, x, noise=cvs))]
+        why = why_table(df, scenario, x)
+        if why is not None:
+            blocks += [("h3", f"{scenario}: why, from Flight Recorder"), ("p", WHY_TEXT), ("table", why)]
         evidence = evidence_table(df, scenario, x)
         if evidence is not None:
             blocks += [("h3", f"{scenario}: what the backends and the kernel counted"),
@@ -526,8 +530,9 @@ def _capacity_blocks(probes: pd.DataFrame, capacity: pd.DataFrame, meta: dict, c
                     f"and dropped arrivals are within the error budget and the rate offered is achieved; a pass "
                     f"within 10 % of the bound is probed twice. Each cell is the interval the capacity lies in: "
                     f"the highest rate that passed – the lowest that failed. Where the generator could offer no "
-                    f"more (its CPUs saturated, or above 80 % of k6's calibrated ceiling) only a lower bound is "
-                    f"known, and it says so. Every probe is a row of measurements.parquet."),
+                    f"more (its CPUs saturated, or above the highest rate `bench calibrate` measured k6 to keep "
+                    f"here in an open model: {_open_ceiling(meta)}) only a lower bound is known: "
+                    f"\"≥ rate (generator limit)\". Every probe is a row of measurements.parquet."),
               ("table", capacity_report.capacity_table(capacity)),
               ("h3", f"Cost per request at the common rate ({common_rate:g} req/s) and at capacity"),
               ("p", "At the common rate every target does the same work, so CPU per request and memory compare "
@@ -538,7 +543,15 @@ def _capacity_blocks(probes: pd.DataFrame, capacity: pd.DataFrame, meta: dict, c
         blocks.append(_chart_block(f"{scenario}-capacity", capacity_report.capacity_chart(
             probes, capacity, scenario, colors, percentile, capacity_report.bound_of(probes, scenario)),
             f"{scenario}: latency against offered rate"))
+        why = why_table(capacity, scenario, x=None)
+        if why is not None:
+            blocks += [("h3", f"{scenario}: why, at the highest rate that passed"), ("p", WHY_TEXT), ("table", why)]
     return blocks
+
+
+def _open_ceiling(meta: dict) -> str:
+    known = meta.get("generator_open_ceilings") or {}
+    return ", ".join(f"{name} {rps:,.0f} req/s" for name, rps in known.items()) or "not calibrated for this run"
 
 
 CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -548,7 +561,17 @@ text-align:left}th{background:#f3f3f3}td.fail{color:#c62828}td.flag{color:#8a6d0
 .facts{color:#555;font-size:14px}img{max-width:100%;display:block;margin:1em 0}"""
 
 
+def _links(value) -> list[Link] | None:
+    """A cell of links (flame graphs) as a list of them; None for any other cell."""
+    if isinstance(value, Link):
+        return [value]
+    return value if isinstance(value, list) and all(isinstance(v, Link) for v in value) else None
+
+
 def _td(value) -> str:
+    links = _links(value)
+    if links is not None:
+        return "<td>" + " ".join(f'<a href="{html.escape(a.href)}">{html.escape(a.text)}</a>' for a in links) + "</td>"
     text = "" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
     css = ' class="fail"' if "✗" in text else ' class="flag"' if "⚠" in text else ""
     return f"<td{css}>{html.escape(text)}</td>"
@@ -575,6 +598,9 @@ def _html(run_id: str, blocks: list[tuple]) -> str:
 
 
 def _md_cell(value) -> str:
+    links = _links(value)
+    if links is not None:
+        return " ".join(f"[{a.text}]({a.href.replace(' ', '%20')})" for a in links)
     text = "" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
     return text.replace("|", "\\|").replace("\n", " ")
 

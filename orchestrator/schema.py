@@ -84,6 +84,21 @@ SCHEMA = pa.schema([
     ("db_inserts_per_request", pa.float64()), ("db_prepares_per_request", pa.float64()),
     ("redis_peak_clients", pa.int64()), ("db_peak_connections", pa.int64()), ("db_peak_running", pa.int64()),
     ("tcp_listen_overflows", pa.int64()), ("tcp_listen_drops", pa.int64()), ("tcp_retransmits", pa.int64()),
+    # Flight Recorder evidence of the window (flight_recorder.py; null when not recorded): CPU samples
+    # and the five hottest methods with their share; virtual-thread pinning (count, total ms, the stack
+    # that pinned longest); platform threads that used >= 1 % of a CPU, carriers among them, virtual
+    # threads seen in samples; totals of waits over JFR's thresholds (parked, blocked on a monitor,
+    # asleep, in socket reads); GC pauses and safepoints; allocation rate; and on event-loop threads,
+    # their samples and the share of them in application code (a blocked or busy event loop)
+    ("jfr_samples", pa.int64()), ("jfr_hot_methods", pa.string()),
+    ("jfr_pinned_count", pa.int64()), ("jfr_pinned_ms", pa.float64()), ("jfr_pinned_top_stack", pa.string()),
+    ("jfr_platform_threads_busy", pa.int64()), ("jfr_carrier_threads_busy", pa.int64()),
+    ("jfr_virtual_threads_sampled", pa.int64()),
+    ("jfr_parked_ms", pa.float64()), ("jfr_monitor_blocked_ms", pa.float64()), ("jfr_sleep_ms", pa.float64()),
+    ("jfr_socket_read_ms", pa.float64()), ("jfr_gc_pause_ms", pa.float64()), ("jfr_gc_count", pa.int64()),
+    ("jfr_safepoint_ms", pa.float64()), ("jfr_alloc_mb_per_s", pa.float64()),
+    ("jfr_event_loop_samples", pa.int64()), ("jfr_event_loop_app_share", pa.float64()),
+    ("jfr_file", pa.string()), ("jfr_flamegraph", pa.string()),   # relative to the run's folder
     ("heap", pa.string()), ("server_cpus", pa.string()), ("loadgen_cpus", pa.string()),
 ])
 COLUMNS = SCHEMA.names

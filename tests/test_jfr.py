@@ -1,0 +1,61 @@
+"""Flight Recorder evidence on real fixture JVMs: pinning where a virtual thread cannot unmount (and
+none where JDK 24+ lets it), an event loop busy in application code, a flame graph per cell, and
+null (not zero) columns when the option is off (slow: real JVMs and k6)."""
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import PORTS, bench
+from orchestrator import results
+from orchestrator.schema import COLUMNS
+
+pytestmark = pytest.mark.slow
+JFR_COLUMNS = [c for c in COLUMNS if c.startswith("jfr_")]
+
+
+def run(results_dir: Path, target: str, scenario: str, rate: int, *extra: str) -> pd.DataFrame:
+    r = bench("run", *PORTS, "-f", target, "-s", scenario, "-p", "rate", "--rate", str(rate), "--duration", "4s",
+              "--warmup", "1s", "--warmup-max", "3s", *extra, "--results-dir", str(results_dir))
+    assert r.returncode == 0, r.stdout + r.stderr
+    return results.load(root=results_dir)
+
+
+def test_a_sleep_under_a_native_frame_pins_and_a_sleep_holding_a_monitor_no_longer_does(results_dir):
+    # one carrier (one server CPU), pinned for each 100 ms sleep: at most 10 requests a second
+    pinned = run(results_dir, "fixture:pinned-native", "sleep", 5, "--jfr").iloc[-1]
+    assert pinned["status"] == "ok" and "jfr-failed" not in pinned["flags"], pinned["reason"]
+    # 5 requests a second for 4 s, each pinned for its sleep: about 20 events of 100 ms
+    assert pinned["jfr_pinned_count"] >= 10 and pinned["jfr_pinned_ms"] >= 100 * 10
+    assert "Fixture.sleepingCompare" in pinned["jfr_pinned_top_stack"]
+    run_dir = results.find_run(None, results_dir)
+    assert (run_dir / pinned["jfr_file"]).stat().st_size > 0 and (run_dir / pinned["jfr_flamegraph"]).exists()
+
+    # one monitor held for 100 ms serves 10 requests a second: 15 arrive, so they queue at it
+    held = run(results_dir, "fixture:sleep-synchronized", "sleep", 15, "--jfr").iloc[-1]
+    assert held["status"] == "ok" and held["jfr_samples"] >= 0
+    # JEP 491 (JDK 24): a virtual thread sleeping in synchronized unmounts; the JDK here is 25
+    assert held["jfr_pinned_count"] == 0 and pd.isna(held["jfr_pinned_top_stack"])
+    # the others wait for the monitor instead: one thread asleep at a time, the rest queued behind it
+    # (JDK 25's Flight Recorder emits no jdk.JavaMonitorEnter for a virtual thread that unmounts there)
+    assert 0.7 <= held["jfr_sleep_ms"] / 1000 / held["duration_s"] <= 1.1
+    assert held["latency_p50_ms"] > 300
+
+
+def test_cpu_work_on_an_event_loop_shows_as_its_share_in_application_code(results_dir):
+    row = run(results_dir, "fixture:event-loop", "cpu", 500, "--jfr").iloc[-1]
+    assert row["status"] == "ok" and "jfr-failed" not in row["flags"], row["reason"]
+    assert row["jfr_event_loop_samples"] > 10
+    assert row["jfr_event_loop_app_share"] > 0.5, row["jfr_hot_methods"]
+    assert "Fixture.countPrimes" in row["jfr_hot_methods"]
+    assert row["jfr_platform_threads_busy"] >= 1 and row["jfr_alloc_mb_per_s"] >= 0
+    # the flame graph (async-profiler's converter) of the window's CPU samples
+    graph = (results.find_run(None, results_dir) / row["jfr_flamegraph"]).read_text()
+    assert "<html" in graph.lower() and "countPrimes" in graph   # its names are prefix-compressed
+
+
+def test_without_the_option_the_evidence_is_null_not_zero(results_dir):
+    row = run(results_dir, "fixture:ok", "sleep", 20).iloc[-1]
+    assert row["status"] == "ok"
+    assert row[JFR_COLUMNS].isna().all(), row[JFR_COLUMNS][row[JFR_COLUMNS].notna()]
+    assert not (results.find_run(None, results_dir) / "logs" / "jfr").exists()
