@@ -140,13 +140,15 @@ def ceilings(host: dict | None = None, results_dir: Path = RESULTS_DIR, loadgen_
             and (loadgen_cpus is None or parse_cpus(str(e.get("loadgen_cpus", ""))) == parse_cpus(loadgen_cpus))}
 
 
-def _store(results_dir: Path, host: dict, entries: dict[str, dict]) -> Path:
+def _store(results_dir: Path, host: dict, entries: dict[str, dict], merge: bool = False) -> Path:
+    """Each generator's entry replaces the stored one (merge: adds its keys to it)."""
     from .results import _atomic_write
     path = Path(results_dir) / FILE
     doc = _read(path)
     record = doc["machines"].setdefault(machine_key(host), {"generators": {}})
     record["host"] = {k: host[k] for k in ("hostname", "cpu_model", "cores")}
-    record["generators"].update(entries)
+    for name, entry in entries.items():
+        record["generators"][name] = {**record["generators"].get(name, {}), **entry} if merge else entry
     path.parent.mkdir(parents=True, exist_ok=True)
     _atomic_write(path, lambda tmp: tmp.write_text(json.dumps(doc, indent=2) + "\n"))
     return path
@@ -261,6 +263,33 @@ def open_model(name: str, servers: list[psutil.Process], port: int, loadgen_cpus
         say(f"[dim]  {name} open model at {rate:,.0f}/s: {verdict.state} ({escape(verdict.why)})[/]")
     return {"open_ceiling_rps": round(search.low), "open_outcome": search.outcome(),
             "open_test": OPEN.describe(SCENARIO), "open_window_s": window_s, "open_probes": probes}
+
+
+def ensure_open_ceiling(name: str, server_cpus: str, loadgen_cpus: str, port: int, results_dir: Path,
+                        say) -> float:
+    """The generator's open-model ceiling with it on loadgen_cpus, measured now (about a minute) if
+    this machine has none: a capacity search above it would measure the generator."""
+    known = ceilings(results_dir=results_dir, loadgen_cpus=loadgen_cpus, key="open_ceiling_rps").get(name)
+    if known:
+        return known
+    from .runner import quiet_sigterm
+    procs.ensure_port_free(port, "nginx")
+    say(f"{name}'s open-model ceiling is not calibrated with it on CPU(s) {loadgen_cpus}: measuring it against "
+        f"nginx first (`bench calibrate` measures every generator)")
+    work = Path(tempfile.mkdtemp(prefix="bench-calibrate-"))
+    (work / OWNER_FILE).write_text(str(os.getpid()))
+    try:
+        with quiet_sigterm(), nginx(port, server_cpus, work) as servers:
+            entry = open_model(name, servers, port, loadgen_cpus, work, 5.0, say)
+    except DriverFailed as e:
+        raise BenchError(f"could not measure {name}'s open-model ceiling: {e}") from None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    entry.update({"open_measured_at": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+                  "server_cpus": server_cpus, "loadgen_cpus": loadgen_cpus})
+    _store(results_dir, host_info(), {name: entry}, merge=True)
+    say(f"{name}: open model {entry['open_ceiling_rps']:,} req/s ({entry['open_test']}, {entry['open_outcome']})")
+    return entry["open_ceiling_rps"]
 
 
 def bound(server_pct: float, generator_pct: float) -> str:

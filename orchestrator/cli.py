@@ -250,7 +250,8 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
         settings = _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime, memory, offline,
                              start_timeout, db_pool_size, redis_pool_size, timeout, fresh_jvm_per_scenario, chosen,
                              jfr)
-        plan = Plan(matrix=matrix, profile=prof, settings=settings, preset=preset)
+        plan = Plan(matrix=matrix, profile=prof, settings=settings, preset=preset,
+                    claims=list(chosen.claims) if chosen else [])
         plan.check_served(catalog)
         _check_writable(results_dir)
         store = runner.new_store(root=results_dir)

@@ -52,6 +52,8 @@ class Plan:
     profile: Profile
     settings: Settings = field(default_factory=Settings)
     preset: str | None = None
+    # the preset's claims of its study, each with the evidence that tests its explanation (claims.py)
+    claims: list[dict] = field(default_factory=list)
 
     @property
     def targets(self) -> list[str]:
@@ -100,4 +102,4 @@ class Plan:
                               warmup_s=d["warmup_s"], warmup_max_s=d.get("warmup_max_s", 90.0), repeat=d["repeat"])
             return cls(matrix={t: d.get("scenarios") for t in d["targets"]}, profile=profile, settings=settings)
         return cls(matrix=d["matrix"], profile=Profile.from_dict(d["profile"]), settings=settings,
-                   preset=d.get("preset"))
+                   preset=d.get("preset"), claims=d.get("claims", []))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from . import options, profiles
 from .catalog import Framework, resolve
+from .claims import check
 from .documents import Document
 from .errors import UsageError
 from .profiles import Profile
@@ -31,6 +32,7 @@ class Preset:
     server_cores: int | None = None      # CPUs the study gave the server
     fresh_jvm_per_scenario: bool = False  # its tables crown RSS or threads: no scenario inherits another's
     source: str = ""
+    claims: tuple[dict, ...] = ()        # the study's claims with the evidence that tests each (claims.py)
 
     def settings(self, cpus_given: bool) -> dict:
         """The run settings the study used, for the options the user left out. CPUs go as a pair: a
@@ -71,7 +73,7 @@ def load(name: str, catalog: dict[str, Framework], quick: bool = False) -> Prese
     if name not in known:
         raise UsageError(f"unknown preset '{name}'; valid: {', '.join(known)} (see `bench presets`)")
     doc = Document.read(known[name])
-    doc.check_keys(("description", "scaled", "cells", "profile", "settings", "quick"))
+    doc.check_keys(("description", "scaled", "cells", "profile", "settings", "quick", "claims"))
     description = doc.get("description", str)
     cells = doc.get("cells", list)
     matrix: dict[str, list[str]] = {}
@@ -106,4 +108,26 @@ def load(name: str, catalog: dict[str, Framework], quick: bool = False) -> Prese
     cores = settings.whole("server_cores") if "server_cores" in settings else None
     return Preset(name=name, description=description.strip(), scaled=doc.get("scaled", str, "").strip(),
                   matrix=matrix, profile=profile, heap=heap, server_cores=cores,
-                  fresh_jvm_per_scenario=settings.get("fresh_jvm_per_scenario", bool, False), source=str(doc.path))
+                  fresh_jvm_per_scenario=settings.get("fresh_jvm_per_scenario", bool, False), source=str(doc.path),
+                  claims=_claims(doc, matrix, catalog))
+
+
+def _claims(doc: Document, matrix: dict[str, list[str]], catalog: dict[str, Framework]) -> tuple[dict, ...]:
+    """The preset's [[claims]], each about a target and scenario it measures."""
+    found = doc.get("claims", list, [], nonempty=False)
+    for i, claim in enumerate(found):
+        if not isinstance(claim, dict):
+            doc.fail("claims", "must be an array of tables ([[claims]])")
+        problem = check(claim) or (
+            None if matrix.get(_resolved(claim["target"], catalog), []).count(claim["scenario"])
+            else f"{claim['target']} on {claim['scenario']} is not among the preset's cells")
+        if problem:
+            doc.fail(f"claims[{i}]", problem)
+    return tuple({**c, "target": _resolved(c["target"], catalog)} for c in found)
+
+
+def _resolved(target: str, catalog: dict[str, Framework]) -> str:
+    try:
+        return resolve(catalog, target).id
+    except UsageError:
+        return target

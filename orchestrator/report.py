@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from . import RESULTS_DIR, analysis, capacity_report, results
+from . import RESULTS_DIR, analysis, capacity_report, claims, results
 from . import noise as noise_mod
 from .analysis import METRICS, PLOTTED_PERCENTILES, fmt
 from .errors import UsageError
@@ -482,6 +482,13 @@ def _sections(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
     bad = not_crowned(summ, x)
     if len(bad):
         blocks += [("h2", "Cells not crowned"), ("table", bad)]
+    told = (meta.get("plan") or {}).get("claims") or []
+    if told:
+        blocks += [("h2", "The study's claims, re-tested"),
+                   ("p", "Each claim of the study this preset reruns, its figure as measured here, and the "
+                         "evidence recorded in the same cells that tests the study's explanation (medians over "
+                         "the repeats; the condition is the preset's, in orchestrator/presets/)."),
+                   *(("p", text) for text in claims.sentences(df, told, x))]
     blocks += parity_blocks(meta)
 
     for scenario in sorted(summ["scenario"].unique()):

@@ -19,7 +19,8 @@ from rich.console import Console
 from . import infra as infra_mod
 from . import RESULTS_DIR, drivers, parity
 from . import rows as rows_mod
-from .calibrate import ceilings
+from .calibrate import ceilings, ensure_open_ceiling
+from .flight_recorder import COST
 from .catalog import Framework, Target, resolve
 from .cell import measure_cell
 from .checks import busy_processes
@@ -62,6 +63,9 @@ class Run:
         for leftover in environment.cleanup_leftovers():
             self.events.notice.fire(text=f"removed a leftover of an earlier run: {leftover}", warning=True)
         environment.check_ports(targets, shared_infra=infra_mod.load_state() is not None)
+        if plan.profile.kind == "capacity":
+            ensure_open_ceiling(plan.profile.driver, s.server_cpus, s.loadgen_cpus, s.port, RESULTS_DIR,
+                                lambda text: self.events.notice.fire(text=text, warning=False))
         meta = store.meta() if (store.dir / "run.json").exists() else self._new_meta(argv)
         todo = plan.todo(targets, store.done())
         failed = 0
@@ -109,12 +113,13 @@ class Run:
         uncapped = [f"{p.driver}'s open-model ceiling is not calibrated with the generator on CPU(s) {s.loadgen_cpus}: "
                     f"a capacity above it would measure {p.driver}, not the target (`bench calibrate --generators "
                     f"{p.driver}` measures it)"] if p.kind == "capacity" and p.driver not in open_ceilings else []
-        for w in uncapped:
+        recorded = [COST + ": compare these figures with runs recorded alike"] if s.jfr else []
+        for w in uncapped + recorded:
             self.events.notice.fire(text=f"warning: {w}", warning=True)
         meta = {"run_id": self.store.run_id, "started_at": dt.datetime.now().isoformat(timespec="seconds"),
                 "command": argv or sys.argv, "git_commit": git_commit(), "host": host_info(),
                 "jdk": {"home": str(self.environment.jdk.home), "version": self.environment.jdk.version},
-                "tools": tool_versions(), "plan": self.plan.to_dict(), "warnings": [f"busy: {w}" for w in busy] + uncapped,
+                "tools": tool_versions(), "plan": self.plan.to_dict(), "warnings": [f"busy: {w}" for w in busy] + uncapped + recorded,
                 # what `bench calibrate` measured each generator to reach here: the near-generator-ceiling flag's bar
                 "generator_ceilings": ceilings(loadgen_cpus=s.loadgen_cpus),
                 # and the highest arrival rate each keeps here: a capacity search's cap

@@ -99,6 +99,8 @@ SCHEMA = pa.schema([
     ("jfr_safepoint_ms", pa.float64()), ("jfr_alloc_mb_per_s", pa.float64()),
     ("jfr_event_loop_samples", pa.int64()), ("jfr_event_loop_app_share", pa.float64()),
     ("jfr_file", pa.string()), ("jfr_flamegraph", pa.string()),   # relative to the run's folder
+    ("jfr_error", pa.string()),    # why a window asked to be recorded has no evidence (null: it has)
+    ("jfr_cost", pa.string()),     # what recording cost the figures on this machine kind (flight_recorder.COST)
     ("heap", pa.string()), ("server_cpus", pa.string()), ("loadgen_cpus", pa.string()),
 ])
 COLUMNS = SCHEMA.names

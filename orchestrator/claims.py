@@ -1,0 +1,73 @@
+"""A study's claim, re-tested: the figure it states, measured here, and whether the evidence recorded
+in the same cells supports the explanation the study gives for it.
+
+A preset lists its study's claims ([[claims]] in presets/*.toml): the claim in words, the target and
+scenario it is about, the figure to show (a row column), and the evidence that tests the
+explanation: a measure of the row (MEASURES) and the condition under which the explanation holds
+(`holds = ">= 190"`). The report writes one sentence per claim and load level, with medians over the
+repeats: "the explanation holds", "does not hold", or "no evidence recorded" when the run had none
+(for instance without --jfr).
+"""
+from __future__ import annotations
+
+import operator
+import re
+
+import pandas as pd
+
+from .schema import COLUMNS
+
+# Evidence measures: name -> (what it is, in words; how a row gives it)
+MEASURES = {
+    "asleep": ("threads asleep on average (Flight Recorder, sleeps >= 10 ms)",
+               lambda r: r["jfr_sleep_ms"] / 1000 / r["duration_s"]),
+    "parked": ("threads parked on average (Flight Recorder, parks >= 10 ms)",
+               lambda r: r["jfr_parked_ms"] / 1000 / r["duration_s"]),
+    "event-loop-app-share": ("share of the event loop's CPU samples in application code (%)",
+                             lambda r: 100 * r["jfr_event_loop_app_share"]),
+    "pinned": ("virtual-thread pinning events (Flight Recorder)", lambda r: r["jfr_pinned_count"]),
+    "threads-on-cpu": ("platform threads that used >= 1 % of a CPU (Flight Recorder)",
+                       lambda r: r["jfr_platform_threads_busy"]),
+    "listen-overflows": ("listen-queue overflows counted by the kernel", lambda r: r["tcp_listen_overflows"]),
+}
+_OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
+_HOLDS = re.compile(r"\s*(>=|<=|>|<)\s*(-?\d+(?:\.\d+)?)\s*")
+FIELDS = ("claim", "target", "scenario", "figure", "evidence", "holds")
+
+
+def check(claim: dict) -> str | None:
+    """What is wrong with a claim's fields, or None."""
+    missing = [f for f in FIELDS if not isinstance(claim.get(f), str) or not claim[f].strip()]
+    if missing:
+        return f"needs {', '.join(missing)} (text)"
+    if claim["figure"] not in COLUMNS:
+        return f"figure '{claim['figure']}' is not a column of the results (schema.py)"
+    if claim["evidence"] not in MEASURES:
+        return f"evidence '{claim['evidence']}' is not one of {', '.join(MEASURES)}"
+    if not _HOLDS.fullmatch(claim["holds"]):
+        return f"holds '{claim['holds']}' is not a comparison such as '>= 190'"
+    return None
+
+
+def sentences(df: pd.DataFrame, claims: list[dict], x: str = "concurrency") -> list[str]:
+    """One sentence per claim and load level of its target and scenario in df."""
+    out = []
+    for c in claims:
+        rows = df[(df["target"] == c["target"]) & (df["scenario"] == c["scenario"]) & (df["status"] == "ok")]
+        if rows.empty:
+            out.append(f"{c['claim']} Here: {c['target']} on {c['scenario']} was not measured.")
+            continue
+        label, measure = MEASURES[c["evidence"]]
+        op, bound = _HOLDS.fullmatch(c["holds"]).groups()
+        for level, cell in rows.groupby(x, sort=True):
+            figure = cell[c["figure"]].median()
+            evidence = cell.apply(measure, axis=1).median()
+            if pd.isna(evidence):
+                verdict = "no evidence recorded (a run with --jfr records it)"
+            else:
+                holds = _OPS[op](evidence, float(bound))
+                verdict = f"the explanation {'holds' if holds else 'does not hold'}"
+            out.append(f"{c['claim']} Here: {c['target']} on {c['scenario']} at {x} {level:g}: {c['figure']} "
+                       f"{figure:,.1f}; {label}: {'' if pd.isna(evidence) else f'{evidence:,.1f} '}(it needs "
+                       f"{op} {bound}): {verdict} ({len(cell)} repeat(s)).")
+    return out
