@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
 import subprocess
 import time
 from contextlib import contextmanager
@@ -135,12 +137,16 @@ class CellRecorder:
             self.failures[name] = str(e)
             yield
             return
+        # The JVM writes the file in its own file system (a container's /tmp), and it is taken from
+        # there through /proc/<pid>/root, which for a local process is this one's.
+        inside = f"/tmp/bench-jfr-{os.getpid()}-{name}.jfr"
         try:
             yield
         finally:
             try:
-                _jcmd(self.jdk_home, self.pid, ["JFR.stop", f"name={NAME}", f"filename={path}"], self.cpus)
-            except RecordingFailed as e:
+                _jcmd(self.jdk_home, self.pid, ["JFR.stop", f"name={NAME}", f"filename={inside}"], self.cpus)
+                shutil.move(f"/proc/{self.pid}/root{inside}", path)
+            except (RecordingFailed, OSError) as e:
                 self.failures[name] = str(e)
 
     def add(self, name: str, windows: list[tuple[float, float]], rows: list[dict]) -> list[dict]:

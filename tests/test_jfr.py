@@ -59,3 +59,11 @@ def test_without_the_option_the_evidence_is_null_not_zero(results_dir):
     assert row["status"] == "ok"
     assert row[JFR_COLUMNS].isna().all(), row[JFR_COLUMNS][row[JFR_COLUMNS].notna()]
     assert not (results.find_run(None, results_dir) / "logs" / "jfr").exists()
+
+
+def test_a_target_in_a_container_is_recorded_too(results_dir):
+    # the JVM writes the recording in the container's /tmp; it is taken through /proc/<pid>/root
+    row = run(results_dir, "fixture:event-loop", "cpu", 500, "--jfr", "--runtime", "docker", "--offline").iloc[-1]
+    assert row["runtime"] == "docker" and pd.isna(row["jfr_error"]), row["jfr_error"]
+    assert row["jfr_event_loop_samples"] > 10 and "Fixture.countPrimes" in row["jfr_hot_methods"]
+    assert (results.find_run(None, results_dir) / row["jfr_file"]).stat().st_size > 0
