@@ -34,7 +34,9 @@ NAME = "bench"
 # counts only waits at least this long. Pinning is recorded from 0 ms: any pinning is news.
 THRESHOLDS = {"jdk.VirtualThreadPinned": "0ms", "jdk.ThreadPark": "10ms", "jdk.JavaMonitorEnter": "1ms",
               "jdk.ThreadSleep": "10ms", "jdk.SocketRead": "10ms"}
+# Safepoints are off in `default`; on, their total is a figure rather than a silent zero.
 SETTINGS = [*(f"{event}#threshold={t}" for event, t in THRESHOLDS.items()),
+            "jdk.SafepointBegin#enabled=true", "jdk.SafepointBegin#threshold=0ms",
             "jdk.ThreadCPULoad#period=1s", "jdk.ExecutionSample#period=20ms"]
 JCMD_TIMEOUT_S = 60.0
 # What recording cost here (README: "Why, from Flight Recorder"), stated in every row recorded with it
