@@ -4,7 +4,8 @@ in the same cells supports the explanation the study gives for it.
 A preset lists its study's claims ([[claims]] in presets/*.toml): the claim in words, the target and
 scenario it is about, the figure to show (a row column), and the evidence that tests the
 explanation: a measure of the row (MEASURES) and the condition under which the explanation holds
-(`holds = ">= 190"`). The report writes one sentence per claim and load level, with medians over the
+(`holds = ">= 190"`), and optionally the load level the claim is about (`level = 2000`, in the
+run's level column: connections). The report writes one sentence per claim and load level, with medians over the
 repeats: "the explanation holds", "does not hold", or "no evidence recorded" when the run had none
 (for instance without --jfr).
 """
@@ -46,6 +47,11 @@ def check(claim: dict) -> str | None:
         return f"evidence '{claim['evidence']}' is not one of {', '.join(MEASURES)}"
     if not _HOLDS.fullmatch(claim["holds"]):
         return f"holds '{claim['holds']}' is not a comparison such as '>= 190'"
+    if "level" in claim and (isinstance(claim["level"], bool) or not isinstance(claim["level"], (int, float))):
+        return f"level must be a number (the load level the claim is about), not {claim['level']!r}"
+    unknown = set(claim) - {*FIELDS, "level"}
+    if unknown:
+        return f"unknown field(s) {', '.join(sorted(unknown))}; valid: {', '.join((*FIELDS, 'level'))}"
     return None
 
 
@@ -54,8 +60,11 @@ def sentences(df: pd.DataFrame, claims: list[dict], x: str = "concurrency") -> l
     out = []
     for c in claims:
         rows = df[(df["target"] == c["target"]) & (df["scenario"] == c["scenario"]) & (df["status"] == "ok")]
+        at = f" at {x} {c['level']:g}" if "level" in c else ""
+        if "level" in c:
+            rows = rows[rows[x] == c["level"]]
         if rows.empty:
-            out.append(f"{c['claim']} Here: {c['target']} on {c['scenario']} was not measured.")
+            out.append(f"{c['claim']} Here: {c['target']} on {c['scenario']}{at} was not measured.")
             continue
         label, measure = MEASURES[c["evidence"]]
         op, bound = _HOLDS.fullmatch(c["holds"]).groups()

@@ -31,6 +31,9 @@ def test_without_evidence_a_claim_says_so_rather_than_judging():
     assert "no evidence recorded" in text and "explanation holds" not in text and "does not hold" not in text
     (text,) = claims.sentences(rows([1.0]).assign(scenario="json"), [CLAIM])
     assert "was not measured" in text
+    # a claim about 2,000 connections is not judged on a run that measured 1,000
+    (text,) = claims.sentences(rows([1_000_000.0]), [{**CLAIM, "level": 2000}])
+    assert text.endswith("on sleep at concurrency 2000 was not measured.")
 
 
 @pytest.mark.parametrize("change, problem", [
@@ -38,6 +41,8 @@ def test_without_evidence_a_claim_says_so_rather_than_judging():
     ({"holds": "about 190"}, "is not a comparison"),
     ({"figure": "speed"}, "is not a column"),
     ({"claim": ""}, "needs claim"),
+    ({"level": "high"}, "level must be a number"),
+    ({"when": "always"}, "unknown field(s) when"),
 ])
 def test_a_malformed_claim_is_named(change, problem):
     assert problem in claims.check({**CLAIM, **change})
