@@ -141,14 +141,17 @@ def ceilings(host: dict | None = None, results_dir: Path = RESULTS_DIR, loadgen_
 
 
 def _store(results_dir: Path, host: dict, entries: dict[str, dict], merge: bool = False) -> Path:
-    """Each generator's entry replaces the stored one (merge: adds its keys to it)."""
+    """Each generator's entry replaces the stored one (merge: adds its keys to it, if that one was
+    measured with the generator on the same CPUs; one measured on others is replaced)."""
     from .results import _atomic_write
     path = Path(results_dir) / FILE
     doc = _read(path)
     record = doc["machines"].setdefault(machine_key(host), {"generators": {}})
     record["host"] = {k: host[k] for k in ("hostname", "cpu_model", "cores")}
     for name, entry in entries.items():
-        record["generators"][name] = {**record["generators"].get(name, {}), **entry} if merge else entry
+        stored = record["generators"].get(name, {})
+        same_cpus = stored.get("loadgen_cpus") == entry.get("loadgen_cpus")
+        record["generators"][name] = {**stored, **entry} if merge and same_cpus else entry
     path.parent.mkdir(parents=True, exist_ok=True)
     _atomic_write(path, lambda tmp: tmp.write_text(json.dumps(doc, indent=2) + "\n"))
     return path
@@ -288,8 +291,12 @@ def ensure_open_ceiling(name: str, server_cpus: str, loadgen_cpus: str, port: in
     entry.update({"open_measured_at": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
                   "server_cpus": server_cpus, "loadgen_cpus": loadgen_cpus})
     _store(results_dir, host_info(), {name: entry}, merge=True)
-    say(f"{name}: open model {entry['open_ceiling_rps']:,} req/s ({entry['open_test']}, {entry['open_outcome']})")
+    say(_open_line(name, entry))
     return entry["open_ceiling_rps"]
+
+
+def _open_line(name: str, entry: dict) -> str:
+    return f"{name}: open model {entry['open_ceiling_rps']:,} req/s ({entry['open_test']}, {entry['open_outcome']})"
 
 
 def bound(server_pct: float, generator_pct: float) -> str:
@@ -359,8 +366,7 @@ def command(server_cpus: str | None, loadgen_cpus: str | None, duration: str, ge
                                   f"{entry['server_cpu_pct']:.0f} %), bound: {entry['bound']}")
                     if name in drivers_by_kind().get("capacity", ()):
                         entry.update(open_model(name, servers, port, loadgen_cpus, work, duration_s, console.print))
-                        console.print(f"{name}: open model {entry['open_ceiling_rps']:,} req/s ({entry['open_test']}, "
-                                      f"{entry['open_outcome']})")
+                        console.print(_open_line(name, entry))
                 except DriverFailed as e:
                     entry["error"] = str(e)
                     console.print(f"[red]{name} failed:[/] {escape(str(e))}", soft_wrap=True)

@@ -100,3 +100,15 @@ def test_a_killed_calibration_leaves_nothing_after_bench_clean(results_dir):
     r = bench("clean")
     assert r.returncode == 0, r.stdout + r.stderr
     assert not glob.glob(work[0]) and work[0] in r.stdout
+
+
+def test_an_open_model_ceiling_joins_an_entry_of_the_same_pinning_and_replaces_one_of_another(tmp_path):
+    host = calibrate.host_info()
+    calibrate._store(tmp_path, host, {"k6": {"ceiling_rps": 30_000, "loadgen_cpus": "0"}})
+    calibrate._store(tmp_path, host, {"k6": {"open_ceiling_rps": 5_000, "loadgen_cpus": "0"}}, merge=True)
+    assert calibrate.ceilings(results_dir=tmp_path, loadgen_cpus="0") == {"k6": 30_000}
+    assert calibrate.ceilings(results_dir=tmp_path, loadgen_cpus="0", key="open_ceiling_rps") == {"k6": 5_000}
+    # measured with k6 on other CPUs: the closed-loop figure of CPU 0 must not pass for theirs
+    calibrate._store(tmp_path, host, {"k6": {"open_ceiling_rps": 7_000, "loadgen_cpus": "0-1"}}, merge=True)
+    assert calibrate.ceilings(results_dir=tmp_path, loadgen_cpus="0-1") == {}
+    assert calibrate.ceilings(results_dir=tmp_path, loadgen_cpus="0-1", key="open_ceiling_rps") == {"k6": 7_000}
