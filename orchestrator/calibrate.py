@@ -288,6 +288,9 @@ def ensure_open_ceiling(name: str, server_cpus: str, loadgen_cpus: str, port: in
         raise BenchError(f"could not measure {name}'s open-model ceiling: {e}") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    if not entry["open_ceiling_rps"]:
+        raise BenchError(f"{name} kept no arrival rate against nginx ({entry['open_test']}; "
+                         f"{entry['open_outcome']}): a capacity search here would measure {name}")
     entry.update({"open_measured_at": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
                   "server_cpus": server_cpus, "loadgen_cpus": loadgen_cpus})
     _store(results_dir, host_info(), {name: entry}, merge=True)

@@ -10,8 +10,8 @@ is probed once more when it passed, and passes only if both probes pass.
 
 A probe the generator could not deliver (its CPUs saturated, a rate above what `bench calibrate`
 measured k6 to keep in an open model here, or arrivals dropped while the target answered fast) ends
-the search: the capacity is then "above what this
-machine can offer", with the highest passing rate as its lower bound and no upper bound.
+the search: the capacity is then "above what this machine can offer", with the highest passing
+rate as its lower bound and no upper bound.
 """
 from __future__ import annotations
 

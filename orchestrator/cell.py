@@ -91,14 +91,14 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
     if p.ramp is None:
         smp = window(sampler, result, whole_load=True)
         row = rows_mod.measured({**base, "concurrency": concurrency, "rate": rate}, result, smp, flags(concurrency, result, smp))
-        return [recorder.add(name, [(result.started_at, result.started_at + result.duration_s)], [row])[0]], []
+        return [recorder.add(name, [result], [row])[0]], []
     rows = []
     for step, r in enumerate(result.steps, start=1):
         users = p.ramp.users(step)
         smp = window(sampler, r)
         rows.append(rows_mod.measured({**base, "concurrency": users, "step": step, "duration_s": r.duration_s},
                                       r, smp, flags(users, r, smp)))
-    rows = recorder.add(name, [(r.started_at, r.started_at + r.duration_s) for r in result.steps], rows)
+    rows = recorder.add(name, result.steps, rows)
     series = [rows_mod.second(base, rec, sampler.window(rec["epoch_s"], rec["epoch_s"] + 1))
               for rec in result.timeseries]
     return rows, series
@@ -126,7 +126,7 @@ def search_rows(p, base: dict, scenario, load: drivers.LoadSpec, run, window, fl
         search.record(rate, verdict)
         row = rows_mod.measured({**base, "concurrency": vus, "rate": rate, "step": len(search.probes)},
                                 result, smp, row_flags)
-        row = recorder.add(name, [(result.started_at, result.started_at + result.duration_s)], [row])[0]
+        row = recorder.add(name, [result], [row])[0]
         rows.append({**row, "slo": slo, "verdict": f"{verdict.state}: {verdict.why}"})
         if verdict.state == PASS and rate == search.low:
             best = row

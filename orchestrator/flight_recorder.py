@@ -72,7 +72,10 @@ def _compiled(jdk_home: Path) -> Path:
                               capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             raise BenchError(f"could not compile {SOURCE}: {done.stderr.strip()[-500:]}")
-        tmp.replace(out) if not out.exists() else None
+        if out.exists():   # another run compiled it meanwhile
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            tmp.replace(out)
     return out
 
 
@@ -91,7 +94,7 @@ def evidence(jdk_home: Path, path: Path, windows: list[tuple[float, float]], cpu
 
 def converter_jar() -> Path:
     """async-profiler's jfr-converter from Maven Central, fetched once (Maven's own cache serves it offline)."""
-    group, artifact, version = CONVERTER.split(":")
+    _, artifact, version = CONVERTER.split(":")
     jar = STATE_DIR / "tools" / f"{artifact}-{version}.jar"
     if not jar.exists():
         mvn = procs.require_tool("mvn", "apt-get install -y maven")
@@ -151,11 +154,12 @@ class CellRecorder:
             except (RecordingFailed, OSError) as e:
                 self.failures[name] = str(e)
 
-    def add(self, name: str, windows: list[tuple[float, float]], rows: list[dict]) -> list[dict]:
-        """rows (one per window) with the jfr_* columns of their windows, the recording's file and its
-        flame graph (paths relative to the run's folder)."""
+    def add(self, name: str, windows: list, rows: list[dict]) -> list[dict]:
+        """rows (one per measured window: a LoadResult, or a ramp's steps) with the jfr_* columns of
+        their windows, the recording's file and its flame graph (paths relative to the run's folder)."""
         if not self.on:
             return rows
+        windows = [(w.started_at, w.started_at + w.duration_s) for w in windows]
         path = self.folder / f"{name}.jfr"
         try:
             if name in self.failures:

@@ -118,9 +118,9 @@ def _claims(doc: Document, matrix: dict[str, list[str]], catalog: dict[str, Fram
     for i, claim in enumerate(found):
         if not isinstance(claim, dict):
             doc.fail("claims", "must be an array of tables ([[claims]])")
-        problem = check(claim) or (
-            None if matrix.get(_resolved(claim["target"], catalog), []).count(claim["scenario"])
-            else f"{claim['target']} on {claim['scenario']} is not among the preset's cells")
+        problem = check(claim)
+        if not problem and claim["scenario"] not in matrix.get(_resolved(claim["target"], catalog), []):
+            problem = f"{claim['target']} on {claim['scenario']} is not among the preset's cells"
         if problem:
             doc.fail(f"claims[{i}]", problem)
     return tuple({**c, "target": _resolved(c["target"], catalog)} for c in found)

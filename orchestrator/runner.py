@@ -108,22 +108,19 @@ class Run:
         busy = busy_processes()
         for w in busy:
             self.events.notice.fire(text=f"warning: busy machine: {w}", warning=True)
-        s, p = self.plan.settings, self.plan.profile
-        open_ceilings = ceilings(loadgen_cpus=s.loadgen_cpus, key="open_ceiling_rps")
-        uncapped = [f"{p.driver}'s open-model ceiling is not calibrated with the generator on CPU(s) {s.loadgen_cpus}: "
-                    f"a capacity above it would measure {p.driver}, not the target (`bench calibrate --generators "
-                    f"{p.driver}` measures it)"] if p.kind == "capacity" and p.driver not in open_ceilings else []
+        s = self.plan.settings
+        # a capacity run has its generator's open-model ceiling by now (ensure_open_ceiling)
         recorded = [COST + ": compare these figures with runs recorded alike"] if s.jfr else []
-        for w in uncapped + recorded:
+        for w in recorded:
             self.events.notice.fire(text=f"warning: {w}", warning=True)
         meta = {"run_id": self.store.run_id, "started_at": dt.datetime.now().isoformat(timespec="seconds"),
                 "command": argv or sys.argv, "git_commit": git_commit(), "host": host_info(),
                 "jdk": {"home": str(self.environment.jdk.home), "version": self.environment.jdk.version},
-                "tools": tool_versions(), "plan": self.plan.to_dict(), "warnings": [f"busy: {w}" for w in busy] + uncapped + recorded,
+                "tools": tool_versions(), "plan": self.plan.to_dict(), "warnings": [f"busy: {w}" for w in busy] + recorded,
                 # what `bench calibrate` measured each generator to reach here: the near-generator-ceiling flag's bar
                 "generator_ceilings": ceilings(loadgen_cpus=s.loadgen_cpus),
                 # and the highest arrival rate each keeps here: a capacity search's cap
-                "generator_open_ceilings": open_ceilings,
+                "generator_open_ceilings": ceilings(loadgen_cpus=s.loadgen_cpus, key="open_ceiling_rps"),
                 "status": "running"}
         self.store.create(meta)
         return meta
