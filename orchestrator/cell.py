@@ -45,7 +45,7 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
     spec = drivers.LoadSpec(port=s.port, scenario=SCENARIOS[scenario], cpus=s.loadgen_cpus,
                             timeout_s=s.request_timeout_s, out_dir=out_dir / "warmup",
                             concurrency=p.warmup_connections(concurrency), duration_s=p.warmup_s,
-                            rate=p.warmup_rate(rate))
+                            rate=p.warmup_rate(rate), **environment.load_placement())
     warm = warm_up(p.warmup_s, p.warmup_max_s, spec, started.server.pid)
     load = replace(spec, concurrency=concurrency, duration_s=p.duration_s, requests=p.requests, rate=rate,
                    ramp=p.ramp, out_dir=out_dir)
@@ -60,13 +60,14 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
     def run(load: drivers.LoadSpec, name: str) -> tuple[drivers.LoadResult, Sampler]:
         """Drive one load while sampling (and recording, when on), then make sure the target survived it."""
         with recorder.load(name), \
-                Sampler(started.server, s.loadgen_cpus, probe=Probe(infra) if infra else None) as sampler:
+                Sampler(started.server, s.loadgen_cpus, probe=Probe(infra, started.server.pid) if infra else None) as sampler:
             result = drivers.get(p.driver).run(load)
         if started.server.exit_code() is not None:
             raise TargetFailed(f"target exited with {started.server.exit_code()} during the cell; last lines of "
                                f"{started.server.log_path}:\n{log_tail(started.server.log_path)}")
         try:
-            request(s.port, "GET", environment.catalog[base["framework"]].health_path, timeout=PROBE_TIMEOUT_S)
+            request(s.port, "GET", environment.catalog[base["framework"]].health_path, timeout=PROBE_TIMEOUT_S,
+                    host=environment.server_host)
         except OSError:
             raise TargetFailed(f"target stopped answering: no response to its health path within "
                                f"{PROBE_TIMEOUT_S:.0f} s after the cell ({result.requests} requests answered in the "

@@ -65,10 +65,11 @@ def clean_leftovers() -> list[str]:
         stop_pid(p.pid, grace=5)
         removed.append(desc)
     removed += stale_data_dirs()
-    return removed
+    from .topology import stale_namespaces
+    return removed + stale_namespaces()
 
 
-WORK_DIRS = ("bench-infra-*", "bench-calibrate-*")   # temporary folders that hold an owner file
+WORK_DIRS = ("bench-infra-*", "bench-calibrate-*", "bench-wire-*")   # temporary folders that hold an owner file
 
 
 def stale_data_dirs() -> list[str]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 import signal
 import sys
@@ -15,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import REPO_ROOT, RESULTS_DIR, capacity, infra as infra_mod, options, presets, profiles, results, runner
+from . import topology as topology_mod
 from .catalog import discover, select
 from .console import level_label
 from .environment import Environment
@@ -60,9 +62,16 @@ def _targets(framework: Optional[str], variant: Optional[str], catalog=None):
 
 def _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime="process", memory="1g",
               offline=False, start_timeout="120s", db_pool_size=16, redis_pool_size=16, timeout="30s",
-              fresh_jvm_per_scenario=None, preset=None, jfr=None) -> Settings:
+              fresh_jvm_per_scenario=None, preset=None, jfr=None, topology=None) -> Settings:
     """The options as Settings; those left out take the preset's value, else the default."""
     from .runtimes import RUNTIMES
+    topo = topology_mod.load(topology) if topology else preset.topology if preset else None
+    if topo and not topo.single_host:
+        if runtime != "process":
+            raise UsageError(f"topology {topo.name} puts the target in a network namespace: that needs "
+                             f"--runtime process")
+        if os.geteuid() != 0:
+            raise UsageError(f"topology {topo.name} creates network namespaces, which needs root")
     chosen = preset.settings(cpus_given=bool(server_cpus or loadgen_cpus)) if preset else {}
     server_cpus = server_cpus or chosen.get("server_cpus")
     loadgen_cpus = loadgen_cpus or chosen.get("loadgen_cpus")
@@ -74,6 +83,7 @@ def _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtim
     return Settings(runtime=runtime, memory=options.memory(memory), offline=offline,
                     start_timeout_s=options.duration(start_timeout, "--start-timeout"),
                     request_timeout_s=options.duration(timeout, "--timeout"), fresh_jvm_per_scenario=fresh, jfr=jfr,
+                    topology=topo.to_dict() if topo and not topo.single_host else None,
                     server_cpus=options.cpu_list(server_cpus or "1", "--server-cpus"),
                     loadgen_cpus=options.cpu_list(loadgen_cpus or "0", "--loadgen-cpus"),
                     heap=options.heap(heap or "512m"), port=options.port(port, "--port"),
@@ -214,6 +224,10 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
             None, "--jfr/--no-jfr", help="Record each measured window with Flight Recorder: pinning, threads, "
             "blocking, GC, hot methods and a flame graph per cell in the rows and logs/jfr/ (default: on in "
             "presets, off otherwise)."),
+        topology: Optional[str] = typer.Option(
+            None, "--topology", help="Where the server and the data services run and the links between them: "
+            "a shipped name (orchestrator/topologies/) or a .toml file; default: everything on this machine's "
+            "loopback. Needs root (it creates network namespaces)."),
         resume: Optional[str] = typer.Option(None, "--resume", help="Continue this run id with its own plan."),
         server_cpus: Optional[str] = ServerCpus, loadgen_cpus: Optional[str] = LoadgenCpus,
         heap: Optional[str] = HeapOpt, port: int = PortOpt, redis_port: int = RedisPortOpt,
@@ -249,10 +263,13 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
         prof = _override(prof, concurrency, rate, requests, workers, warmup, warmup_max, duration, repeat, slo)
         settings = _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime, memory, offline,
                              start_timeout, db_pool_size, redis_pool_size, timeout, fresh_jvm_per_scenario, chosen,
-                             jfr)
+                             jfr, topology)
         plan = Plan(matrix=matrix, profile=prof, settings=settings, preset=preset,
                     claims=list(chosen.claims) if chosen else [])
         plan.check_served(catalog)
+        if plan.topology.workers != topology_mod.LOCAL and not (prof.ramp and prof.ramp.workers):
+            raise UsageError(f"topology {plan.topology.name} puts Locust workers on host {plan.topology.workers}: "
+                             f"that needs a ramp profile with workers (-p ramp --workers N)")
         _check_writable(results_dir)
         store = runner.new_store(root=results_dir)
     p = plan.profile

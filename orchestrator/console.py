@@ -97,8 +97,9 @@ class ConsoleView:
                            f"RSS {started.rss_after_start_mb:.0f} MiB")
 
     def cell_starting(self, target, cell) -> None:
-        scenario, conc, rate = cell
-        self._describe(f"{target.id} {scenario} " + (f"{rate:g}/s" if rate else f"c={conc}"))
+        scenario, conc, rate, network = cell
+        self._describe(f"{target.id} {scenario} " + (f"{rate:g}/s" if rate else f"c={conc}")
+                       + (f" ({network})" if network else ""))
 
     def cell_done(self, rows: list[dict]) -> None:
         for row in rows:

@@ -1,9 +1,12 @@
 """The environment of a run: the catalog, the JDK, builds and images, Redis and MariaDB, and starting
-a target (after its backend, if it is a gateway) until it answers on 127.0.0.1 and passes
+a target (after its backend, if it is a gateway) until it answers on 127.0.0.1 (or its host's
+address, in a topology of several hosts) and passes
 verification. Every command that starts targets (run, verify, noise, parity) goes through it.
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,9 +22,10 @@ from .httpclient import request
 from .jdk import Jdk, find_jdk
 from .jvm import jvm_options
 from .plan import Settings, pool_env
-from .procs import ensure_port_free, log_tail, public_listeners
+from .procs import ensure_port_free, is_loopback, log_tail, netns_listeners, public_listeners
 from .runtimes import LaunchSpec, Runtime, Server
 from .schema import MiB
+from .topology import LOCAL, Network, Topology, stale_namespaces
 from .verify import Verification, verify
 
 
@@ -39,7 +43,8 @@ class Started:
             self.backend.stop()
 
 
-def wait_ready(server: Server, port: int, path: str, timeout_s: float, started: float) -> float:
+def wait_ready(server: Server, port: int, path: str, timeout_s: float, started: float,
+               host: str = "127.0.0.1") -> float:
     """Seconds from spawn to the first 200 on the health path; TargetFailed on exit or timeout."""
     while True:
         code = server.exit_code()
@@ -47,7 +52,7 @@ def wait_ready(server: Server, port: int, path: str, timeout_s: float, started: 
             raise TargetFailed(f"exited with {code} while starting; last lines of {server.log_path}:\n"
                                f"{log_tail(server.log_path)}")
         try:
-            if request(port, "GET", path, timeout=2).status == 200:
+            if request(port, "GET", path, timeout=2, host=host).status == 200:
                 return time.monotonic() - started
         except OSError:
             pass
@@ -74,6 +79,54 @@ class Environment:
         self.build_failures: dict[str, str] = {}
         self.build_times: dict[str, float | None] = {}
         self.infra_images: dict[str, str] = {}
+        self.topology = Topology.from_dict(settings.topology)
+        self.net: Network | None = None   # the topology's hosts and links, while a run has them up
+
+    @property
+    def server_host(self) -> str:
+        """The address the load generator and the probes reach the target at."""
+        return self.net.address(self.topology.server, LOCAL) if self.net else "127.0.0.1"
+
+    @property
+    def server_netns(self) -> str | None:
+        return self.net.namespace(self.topology.server) if self.net else None
+
+    @contextlib.contextmanager
+    def network(self):
+        """The topology's hosts and links for the length of a run (none for one host), shaped for its
+        first level; removed on every way out."""
+        if self.topology.single_host:
+            yield None
+            return
+        net = Network(self.topology, os.getpid(), cpus=self.settings.loadgen_cpus)
+        net.up()
+        try:
+            net.shape(self.topology.levels()[0])
+            self.net = net
+            yield net
+        finally:
+            self.net = None
+            net.down()
+
+    def load_placement(self) -> dict:
+        """Where the load comes from: LoadSpec's fields for the server's address and, when the topology
+        puts Locust's workers on a host of their own, theirs."""
+        if not self.net:
+            return {}
+        t, out = self.topology, {"host": self.server_host}
+        if t.workers != LOCAL:
+            out.update(workers_netns=self.net.namespace(t.workers), workers_host=self.net.address(t.server, t.workers),
+                       master_host=self.net.address(LOCAL, t.workers))
+        return out
+
+    def placement(self) -> infra_mod.Placement | None:
+        """Where the data services run in this run's network."""
+        if not self.net:
+            return None
+        t = self.topology
+        return infra_mod.Placement(netns=self.net.namespace(t.data), host=self.net.address(t.data, LOCAL),
+                                   serve_host=self.net.address(t.data, t.server),
+                                   client_host=self.net.address(t.server, t.data))
 
     def frameworks_for(self, targets: list[Target]) -> list[Framework]:
         names = []
@@ -113,31 +166,35 @@ class Environment:
 
     def infra(self):
         s = self.settings
-        return infra_mod.for_run(s.redis_port, s.db_port, s.loadgen_cpus, runtime=s.runtime, images=self.infra_images)
+        return infra_mod.for_run(s.redis_port, s.db_port, s.loadgen_cpus, runtime=s.runtime, images=self.infra_images,
+                                 placement=self.placement())
 
     def _launch(self, target: Target, port: int, cpus: str, env: dict[str, str], run_id: str) -> Started:
         fw = target.framework
         if fw.name in self.build_failures:
             raise TargetFailed(self.build_failures[fw.name])
+        netns, host = self.server_netns, self.server_host
         try:
-            ensure_port_free(port, target.id)
+            if not netns:
+                ensure_port_free(port, target.id)
         except UsageError as e:
             raise TargetFailed(str(e)) from None
         s = self.settings
         spec = LaunchSpec(
             target=target, artifact=self.artifacts[fw.name], jvm_opts=jvm_options(target, s.heap, cpus),
-            env={**env, **pool_env(s, target), "PORT": str(port), "BIND_ADDRESS": "127.0.0.1"},
+            env={**env, **pool_env(s, target), "PORT": str(port), "BIND_ADDRESS": host},
             port=port, cpus=cpus, heap=s.heap,
             log_path=self.logs / f"{target.id.replace(':', '-')}-{run_id}.log",
-            labels={"bench.run": run_id, "bench.target": target.id})
+            labels={"bench.run": run_id, "bench.target": target.id}, netns=netns)
         t0 = time.monotonic()
         server = self.runtime.start(spec, self.jdk.java)
         try:
-            startup = wait_ready(server, port, fw.health_path, s.start_timeout_s, t0)
+            startup = wait_ready(server, port, fw.health_path, s.start_timeout_s, t0, host)
             usage = server.usage()
-            exposed = public_listeners(server.pid)
+            exposed = ([a for a in netns_listeners(server.pid) if not is_loopback(a.rpartition(":")[0])
+                        and a.rpartition(":")[0] != host] if netns else public_listeners(server.pid))
             if exposed:
-                raise TargetFailed(f"listens beyond 127.0.0.1 on {', '.join(exposed)}: every listener must "
+                raise TargetFailed(f"listens beyond {host} on {', '.join(exposed)}: every listener must "
                                    f"bind BIND_ADDRESS (see frameworks/CONTRACT.md)")
         except BaseException:
             server.stop()
@@ -153,7 +210,7 @@ class Environment:
             # The backend is fixed scenery, not the subject: it runs beside the infrastructure.
             backend = self._launch(resolve(self.catalog, target.framework.backend), s.port + 1,
                                    s.loadgen_cpus, env, run_id)
-            env["BACKEND_URL"] = f"http://127.0.0.1:{s.port + 1}"
+            env["BACKEND_URL"] = f"http://{self.server_host}:{s.port + 1}"
         try:
             started = self._launch(target, s.port, s.server_cpus, env, run_id)
         except BaseException:
@@ -164,13 +221,16 @@ class Environment:
         return started
 
     def cleanup_leftovers(self) -> list[str]:
-        """What killed runs left: containers (docker runtime) and infrastructure data directories."""
+        """What killed runs left: containers (docker runtime), infrastructure data directories and
+        network namespaces."""
         from .cleanup import stale_data_dirs
-        return self.runtime.cleanup_leftovers() + stale_data_dirs()
+        return self.runtime.cleanup_leftovers() + stale_data_dirs() + stale_namespaces()
 
     def check_ports(self, targets: list[Target], shared_infra: bool) -> None:
         """Before anything starts: every port the run will listen on must be free (UsageError)."""
         s = self.settings
+        if not self.topology.single_host:
+            return   # the target and the data services listen in namespaces of their own
         ensure_port_free(s.port, "the target")
         if any(t.framework.backend for t in targets):
             ensure_port_free(s.port + 1, "the gateway's backend")
@@ -183,7 +243,7 @@ class Environment:
         saw goes to logs/verify-<target>-<tag>.txt. A target that fails the check is stopped."""
         started = self.start(target, env, run_id)
         try:
-            v = verify(target, self.settings.port)
+            v = verify(target, self.settings.port, self.server_host)
         except BaseException:
             started.stop()
             raise

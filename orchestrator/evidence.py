@@ -54,8 +54,10 @@ def _snmp(path: str) -> dict[tuple[str, str], int]:
     return out
 
 
-def tcp_counters() -> dict[str, float]:
-    stats = {**_snmp("/proc/net/snmp"), **_snmp("/proc/net/netstat")}
+def tcp_counters(pid: int | str = "self") -> dict[str, float]:
+    """The kernel's TCP counters of the network namespace pid runs in: the server's, also when a
+    topology gives it a host of its own."""
+    stats = {**_snmp(f"/proc/{pid}/net/snmp"), **_snmp(f"/proc/{pid}/net/netstat")}
     return {name: float(stats.get(key, 0)) for name, key in TCP_COUNTERS.items()}
 
 
@@ -64,8 +66,8 @@ class Probe:
     A backend that does not answer is left out of that reading (its figures of the window are then
     empty), never guessed: the cell's own failure handling reports a dead backend."""
 
-    def __init__(self, infra):
-        self.infra = infra
+    def __init__(self, infra, server_pid: int | str = "self"):
+        self.infra, self.server_pid = infra, server_pid
         self._redis = self._db = None
 
     def _redis_reading(self, counters: dict) -> int | None:
@@ -88,7 +90,7 @@ class Probe:
         return status.get("Threads_connected", 1) - 1, status.get("Threads_running", 1) - 1
 
     def read(self) -> Reading:
-        counters = tcp_counters()
+        counters = tcp_counters(self.server_pid)
         clients = connections = running = None
         try:
             clients = self._redis_reading(counters)

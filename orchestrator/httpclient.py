@@ -20,8 +20,8 @@ class Response:
 
 
 def request(port: int, method: str, path: str, body: bytes | None = None,
-            headers: dict[str, str] | None = None, timeout: float = 10.0) -> Response:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+            headers: dict[str, str] | None = None, timeout: float = 10.0, host: str = "127.0.0.1") -> Response:
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
     try:
         conn.request(method, path, body=body, headers=headers or {})
         r = conn.getresponse()

@@ -20,7 +20,7 @@ import psutil
 
 from . import REPO_ROOT, STATE_DIR
 from .errors import BenchError
-from .procs import ensure_port_free, log_tail, public_listeners, require_tool, spawn, stop_pid
+from .procs import ensure_port_free, log_tail, netns_listeners, public_listeners, require_tool, spawn, stop_pid
 from .scenarios import REDIS_SEED, SEED_ROWS
 
 APT_LINE = "apt-get install -y redis-server mariadb-server"
@@ -37,6 +37,20 @@ def seed_statements() -> list[str]:
 OWNER_FILE = "owner"   # in each data directory: the PID of the bench process it belongs to, or "infra-up"
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where the data services run (topology.py): on this machine's loopback, or in a network
+    namespace, reached by the orchestrator at `host` and by the targets at `serve_host`, which sees
+    the targets' connections come from `client_host` (the database user's host)."""
+    netns: str | None = None
+    host: str = "127.0.0.1"
+    serve_host: str = "127.0.0.1"
+    client_host: str = "127.0.0.1"
+
+    def binds(self) -> list[str]:
+        return list(dict.fromkeys(["127.0.0.1", self.host, self.serve_host]))
+
+
 @dataclass
 class Infra:
     """A running Redis and MariaDB: where they listen, how to log in, which processes they are."""
@@ -49,11 +63,17 @@ class Infra:
     runtime: str = "process"
     containers: dict[str, str] = field(default_factory=dict)  # docker runtime: container ids
     images: dict[str, str] = field(default_factory=dict)      # docker runtime: redis, mariadb images
+    placement: Placement = field(default_factory=Placement)
+
+    def __post_init__(self):
+        if isinstance(self.placement, dict):   # read back from the state file
+            self.placement = Placement(**self.placement)
 
     def env(self) -> dict[str, str]:
         """The contract's environment for a target."""
-        return {"REDIS_HOST": "127.0.0.1", "REDIS_PORT": str(self.redis_port), "REDIS_PASSWORD": self.password,
-                "DB_HOST": "127.0.0.1", "DB_PORT": str(self.db_port), "DB_NAME": DB_NAME,
+        host = self.placement.serve_host
+        return {"REDIS_HOST": host, "REDIS_PORT": str(self.redis_port), "REDIS_PASSWORD": self.password,
+                "DB_HOST": host, "DB_PORT": str(self.db_port), "DB_NAME": DB_NAME,
                 "DB_USER": DB_USER, "DB_PASSWORD": self.password}
 
     @property
@@ -63,7 +83,7 @@ class Infra:
     def redis_client(self, timeout: float = 2.0):
         """The orchestrator's own connection to Redis (seeding, sampling)."""
         import redis
-        return redis.Redis(host="127.0.0.1", port=self.redis_port, password=self.password, socket_timeout=timeout)
+        return redis.Redis(host=self.placement.host, port=self.redis_port, password=self.password, socket_timeout=timeout)
 
     def db_root(self, timeout: float = 2.0, read_timeout: float | None = None):
         """The orchestrator's own connection to MariaDB: root, over the socket (seeding, resets, sampling).
@@ -97,7 +117,8 @@ class _Processes:
             return subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
 
     def start(self, name: str, argv: list[str], log: Path):
-        proc = spawn(argv, log_path=log, cpus=self.infra.cpus, outlive_parent=self.outlive)
+        proc = spawn(argv, log_path=log, cpus=self.infra.cpus, outlive_parent=self.outlive,
+                     netns=self.infra.placement.netns)
         self.infra.pids[name] = proc.pid
         return lambda: proc.poll() is not None
 
@@ -160,7 +181,8 @@ def _start_redis(infra: Infra, launcher) -> None:
     # The password goes in a 0600 file, not on the command line where `ps` would show it.
     # set-proc-title no: a retitled Redis overwrites its command line and environment, and with them
     # the marks (BENCH_OWNER, the data directory) that tell `bench clean` whose server it is.
-    conf.write_text(f"port {infra.redis_port}\nbind 127.0.0.1\nprotected-mode yes\ndir {d}\nsave \"\"\n"
+    conf.write_text(f"port {infra.redis_port}\nbind {' '.join(infra.placement.binds())}\nprotected-mode yes\n"
+                    f"dir {d}\nsave \"\"\n"
                     f"appendonly no\nset-proc-title no\nrequirepass {infra.password}\n")
     conf.chmod(0o600)
     if infra.runtime == "docker":
@@ -190,7 +212,8 @@ def _start_mariadb(infra: Infra, launcher) -> None:
     if rc != 0:
         raise BenchError(f"mariadb-install-db failed (exit {rc}); last lines of {log}:\n{log_tail(log)}")
     argv = [server, "--no-defaults", f"--datadir={datadir}", f"--socket={infra.socket}",
-            f"--port={infra.db_port}", "--bind-address=127.0.0.1", f"--pid-file={d / 'mariadb.pid'}",
+            f"--port={infra.db_port}", f"--bind-address={','.join(infra.placement.binds())}",
+            f"--pid-file={d / 'mariadb.pid'}",
             "--skip-name-resolve", "--max-connections=1000",
             # Commits are written to the log at once but flushed to disk once a second: the
             # db-write scenario then measures the framework and the database, not the disk.
@@ -205,8 +228,9 @@ def _start_mariadb(infra: Infra, launcher) -> None:
         with _root_cursor(infra) as c:
             for statement in seed_statements():
                 c.execute(statement)
-            c.execute(f"CREATE USER IF NOT EXISTS '{DB_USER}'@'127.0.0.1' IDENTIFIED BY %s", (infra.password,))
-            c.execute(f"GRANT ALL ON {DB_NAME}.* TO '{DB_USER}'@'127.0.0.1'")
+            client = infra.placement.client_host
+            c.execute(f"CREATE USER IF NOT EXISTS '{DB_USER}'@'{client}' IDENTIFIED BY %s", (infra.password,))
+            c.execute(f"GRANT ALL ON {DB_NAME}.* TO '{DB_USER}'@'{client}'")
     _wait_for(seeded, "MariaDB", log, 60)
 
 
@@ -231,26 +255,37 @@ def reset_db(infra: Infra) -> int:
 
 
 def start(redis_port: int, db_port: int, cpus: str | None, outlive: bool = False,
-          runtime: str = "process", images: dict[str, str] | None = None) -> Infra:
-    """Start and seed Redis and MariaDB (processes, or containers of `images`); on failure, stop them."""
-    ensure_port_free(redis_port, "Redis")
-    ensure_port_free(db_port, "MariaDB")
+          runtime: str = "process", images: dict[str, str] | None = None,
+          placement: Placement | None = None) -> Infra:
+    """Start and seed Redis and MariaDB (processes, or containers of `images`; in a namespace when
+    placed there); on failure, stop them."""
+    placement = placement or Placement()
+    if not placement.netns:
+        ensure_port_free(redis_port, "Redis")
+        ensure_port_free(db_port, "MariaDB")
     infra = Infra(redis_port=redis_port, db_port=db_port, password=secrets.token_urlsafe(18),
                   data_dir=tempfile.mkdtemp(prefix="bench-infra-"), cpus=cpus, runtime=runtime,
-                  images=dict(images or {}))
+                  images=dict(images or {}), placement=placement)
     launcher = (_Containers if runtime == "docker" else _Processes)(infra, outlive)
     try:
         (Path(infra.data_dir) / OWNER_FILE).write_text("infra-up" if outlive else str(os.getpid()))
         _start_redis(infra, launcher)
         _start_mariadb(infra, launcher)
-        exposed = {name: public_listeners(pid) for name, pid in infra.pids.items()}
+        exposed = {name: beyond(pid, placement) for name, pid in infra.pids.items()}
         exposed = {k: v for k, v in exposed.items() if v}
         if exposed:
-            raise BenchError(f"infrastructure listens beyond 127.0.0.1: {exposed}")
+            raise BenchError(f"infrastructure listens beyond {', '.join(placement.binds())}: {exposed}")
     except BaseException:
         stop(infra)
         raise
     return infra
+
+
+def beyond(pid: int, placement: Placement) -> list[str]:
+    """Listeners of the data services on any address but the ones they were placed on."""
+    if not placement.netns:
+        return public_listeners(pid)
+    return [a for a in netns_listeners(pid) if a.rpartition(":")[0] not in placement.binds()]
 
 
 def stop(infra: Infra) -> None:
@@ -272,7 +307,8 @@ def stop(infra: Infra) -> None:
 def restart(infra: Infra) -> Infra:
     """Replace a dead or half-dead infrastructure with a fresh one on the same ports."""
     stop(infra)
-    return start(infra.redis_port, infra.db_port, infra.cpus, runtime=infra.runtime, images=infra.images)
+    return start(infra.redis_port, infra.db_port, infra.cpus, runtime=infra.runtime, images=infra.images,
+                 placement=infra.placement)
 
 
 # --- `bench infra up|down|status`: infrastructure that outlives one command ---
@@ -308,16 +344,17 @@ def clear_state() -> None:
 
 @contextlib.contextmanager
 def for_run(redis_port: int, db_port: int, cpus: str | None, runtime: str = "process",
-            images: dict[str, str] | None = None):
-    """The infrastructure a run uses: the one `bench infra up` started, or its own, stopped at the end.
+            images: dict[str, str] | None = None, placement: Placement | None = None):
+    """The infrastructure a run uses: the one `bench infra up` started (on this machine's loopback,
+    so not for a run that places the data services elsewhere), or its own, stopped at the end.
 
     Yields a one-element list so that a run can swap in a restarted infrastructure.
     """
-    shared = load_state()
+    shared = load_state() if not (placement and placement.netns) else None
     if shared is not None:
         yield [shared]
         return
-    holder = [start(redis_port, db_port, cpus, runtime=runtime, images=images)]
+    holder = [start(redis_port, db_port, cpus, runtime=runtime, images=images, placement=placement)]
     try:
         yield holder
     finally:

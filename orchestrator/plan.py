@@ -9,6 +9,7 @@ from .catalog import Target, resolve
 from .errors import BenchError
 from .profiles import Profile
 from .scenarios import SCENARIOS
+from .topology import Topology
 
 
 @dataclass
@@ -34,6 +35,9 @@ class Settings:
     # A Flight Recorder file of each measured window, read into the rows' jfr_* columns
     # (flight_recorder.py): on in presets, whose reports explain their verdicts with it
     jfr: bool = False
+    # Where the server and the data services run and the links between them (topology.py's
+    # Topology.to_dict()); None: everything on this machine's loopback
+    topology: dict | None = None
 
 
 def pool_env(s: Settings, target: Target) -> dict[str, str]:
@@ -42,7 +46,7 @@ def pool_env(s: Settings, target: Target) -> dict[str, str]:
     return {"DB_POOL_SIZE": str(s.db_pool_size), "REDIS_POOL_SIZE": str(s.redis_pool_size), **target.variant.env}
 
 
-Cell = tuple[str, int, "float | None"]   # (scenario, concurrency, rate)
+Cell = tuple[str, int, "float | None", "str | None"]   # (scenario, concurrency, rate, network level)
 
 
 @dataclass
@@ -67,14 +71,21 @@ class Plan:
         own = target.framework.scenarios
         return [s for s in (self.matrix.get(target.id) or own) if SCENARIOS[s].served_as in own]
 
+    @property
+    def topology(self) -> Topology:
+        return Topology.from_dict(self.settings.topology)
+
     def cells(self, target: Target) -> list[Cell]:
-        """(scenario, concurrency, rate) of each cell of the target, in the order they run."""
-        return [(s, c, r) for s in self.scenarios_of(target) for c, r in self.profile.levels()]
+        """(scenario, concurrency, rate, network level) of each cell of the target, in the order they
+        run: a topology's network levels outermost, so that a link is reshaped once per level."""
+        return [(s, c, r, net) for net in self.topology.levels() for s in self.scenarios_of(target)
+                for c, r in self.profile.levels()]
 
     def row_keys(self, target: Target, repeat: int, cell: Cell) -> list[tuple]:
         """The schema.CELL_KEY of every row the cell writes."""
-        scenario, conc, rate = cell
-        return [(target.id, scenario, c, r, step, repeat) for c, r, step in self.profile.row_keys(conc, rate)]
+        scenario, conc, rate, network = cell
+        return [(target.id, scenario, network, c, r, step, repeat)
+                for c, r, step in self.profile.row_keys(conc, rate)]
 
     def todo(self, targets: list[Target], done: set[tuple]) -> list[tuple[int, Target, Cell]]:
         """(repeat, target, cell) of every cell with a row still missing, in the order they run:

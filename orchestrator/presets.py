@@ -10,13 +10,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import options, profiles
+from . import options, profiles, topology
 from .catalog import Framework, resolve
 from .claims import check
 from .documents import Document
 from .errors import UsageError
 from .profiles import Profile
 from .scenarios import SCENARIOS
+from .topology import Topology
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
 
@@ -33,6 +34,7 @@ class Preset:
     fresh_jvm_per_scenario: bool = False  # its tables crown RSS or threads: no scenario inherits another's
     source: str = ""
     claims: tuple[dict, ...] = ()        # the study's claims with the evidence that tests each (claims.py)
+    topology: Topology | None = None     # where the study ran its server and database (topology.py)
 
     def settings(self, cpus_given: bool) -> dict:
         """The run settings the study used, for the options the user left out. CPUs go as a pair: a
@@ -73,7 +75,7 @@ def load(name: str, catalog: dict[str, Framework], quick: bool = False) -> Prese
     if name not in known:
         raise UsageError(f"unknown preset '{name}'; valid: {', '.join(known)} (see `bench presets`)")
     doc = Document.read(known[name])
-    doc.check_keys(("description", "scaled", "cells", "profile", "settings", "quick", "claims"))
+    doc.check_keys(("description", "scaled", "cells", "profile", "settings", "quick", "claims", "topology"))
     description = doc.get("description", str)
     cells = doc.get("cells", list)
     matrix: dict[str, list[str]] = {}
@@ -94,8 +96,12 @@ def load(name: str, catalog: dict[str, Framework], quick: bool = False) -> Prese
             matrix.setdefault(target.id, [])
             matrix[target.id] += [s for s in scen if s not in matrix[target.id]]
     profile_doc = doc.sub("profile")
+    quick_table = dict(doc.get("quick", dict, {}, nonempty=False)) if quick else {}
+    topology_doc = doc.sub("topology", {})
+    topology_doc.table = _merge(topology_doc.table, quick_table.pop("topology", {}))
+    topo = topology.from_document(topology_doc, name) if topology_doc.table else None
     if quick:
-        profile_doc.table = _merge(profile_doc.table, doc.get("quick", dict, {}, nonempty=False))
+        profile_doc.table = _merge(profile_doc.table, quick_table)
     profile = profiles.parse(profile_doc, name=f"{name}{' (quick)' if quick else ''}")
     settings = doc.sub("settings", {})
     settings.check_keys(("heap", "server_cores", "fresh_jvm_per_scenario"))
@@ -109,7 +115,7 @@ def load(name: str, catalog: dict[str, Framework], quick: bool = False) -> Prese
     return Preset(name=name, description=description.strip(), scaled=doc.get("scaled", str, "").strip(),
                   matrix=matrix, profile=profile, heap=heap, server_cores=cores,
                   fresh_jvm_per_scenario=settings.get("fresh_jvm_per_scenario", bool, False), source=str(doc.path),
-                  claims=_claims(doc, matrix, catalog))
+                  claims=_claims(doc, matrix, catalog), topology=topo)
 
 
 def _claims(doc: Document, matrix: dict[str, list[str]], catalog: dict[str, Framework]) -> tuple[dict, ...]:

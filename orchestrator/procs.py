@@ -36,10 +36,19 @@ def pinned(argv: list[str], cpus: str | None) -> list[str]:
     return [require_tool("taskset", "apt-get install util-linux"), "-c", cpus, *argv]
 
 
+def in_netns(argv: list[str], netns: str | None) -> list[str]:
+    """Prefix argv so that it runs in a network namespace of topology.py (None: this machine's own).
+    nsenter switches the network only: the process keeps this machine's files, /tmp (Flight
+    Recorder's attach socket) and /sys (cgroups), and its PID, as `ip netns exec` would not all."""
+    if not netns:
+        return list(argv)
+    return [require_tool("nsenter", "apt-get install util-linux"), f"--net=/run/netns/{netns}", *argv]
+
+
 def spawn(argv: list[str], *, log_path: Path | None = None, cwd: Path | None = None,
           env: dict[str, str] | None = None, cpus: str | None = None,
-          outlive_parent: bool = False) -> subprocess.Popen:
-    """Start argv (never through a shell), output to log_path, pinned to cpus.
+          outlive_parent: bool = False, netns: str | None = None) -> subprocess.Popen:
+    """Start argv (never through a shell), output to log_path, pinned to cpus, in netns if given.
 
     The child's environment names its owner (BENCH_OWNER), so `bench clean` can tell a leftover of a
     crashed orchestrator from a process a live run still uses.
@@ -48,7 +57,7 @@ def spawn(argv: list[str], *, log_path: Path | None = None, cwd: Path | None = N
     out = open(log_path, "ab") if log_path else subprocess.DEVNULL
     try:
         return subprocess.Popen(
-            pinned(argv, cpus), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+            in_netns(pinned(argv, cpus), netns), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
             stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             preexec_fn=None if outlive_parent else _die_with_parent)
     finally:
@@ -139,6 +148,27 @@ def public_listeners(pid: int) -> list[str]:
         for c in conns:
             if c.status == psutil.CONN_LISTEN and not is_loopback(c.laddr.ip):
                 found.append(f"{c.laddr.ip}:{c.laddr.port}")
+    return sorted(set(found))
+
+
+def netns_listeners(pid: int) -> list[str]:
+    """Every listening TCP socket of the network namespace pid runs in, as address:port. psutil reads
+    this machine's own table only; a namespace of topology.py holds nothing but the run's servers."""
+    found = []
+    for name, family in (("tcp", 4), ("tcp6", 6)):
+        try:
+            lines = Path(f"/proc/{pid}/net/{name}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            local, state = line.split()[1], line.split()[3]
+            if state != "0A":   # LISTEN
+                continue
+            hex_ip, hex_port = local.split(":")
+            raw = bytes.fromhex(hex_ip)
+            # /proc prints each 32-bit word in host (little-endian) order
+            raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+            found.append(f"{ipaddress.ip_address(raw)}:{int(hex_port, 16)}")
     return sorted(set(found))
 
 

@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from . import RESULTS_DIR, analysis, capacity_report, claims, results
+from . import RESULTS_DIR, analysis, capacity_report, claims, network_report, results
 from . import noise as noise_mod
 from .analysis import METRICS, PLOTTED_PERCENTILES, fmt
 from .errors import UsageError
@@ -457,6 +457,22 @@ def _sections(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
         if fig is not None:
             blocks.append(_chart_block(name, fig, title))
 
+    network = network_report.describe(meta)
+    if network:
+        blocks.append(("p", network))
+    order = network_report.levels(meta)
+    if order:
+        blocks += [("h2", "Across network levels"),
+                   ("p", "Every cell was measured at each level of the link that varies, the link reshaped in "
+                         "place between levels (the JVM kept running). Median over the repeats [min-max]; the "
+                         "last row is the round trip probed when each level began. A target overtakes another "
+                         "when it is behind at the first level and ahead at a later one.")]
+        for scenario in sorted(set(df.loc[df["network"].notna(), "scenario"])):
+            t = network_report.table(df, scenario, order)
+            if t is not None:
+                blocks += [("h3", f"{scenario} by network level"), ("table", t),
+                           *(("p", s) for s in network_report.overtakes(df, scenario, order))]
+    raw, df = df, network_report.by_level(df)   # every later table keeps the levels apart
     probes, capacity, df = capacity_report.split(df)
     if len(capacity) or len(probes):
         blocks += _capacity_blocks(probes, capacity, meta, colors)
@@ -488,7 +504,7 @@ def _sections(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
                    ("p", "Each claim of the study this preset reruns, its figure as measured here, and the "
                          "evidence recorded in the same cells that tests the study's explanation (medians over "
                          "the repeats; the condition is the preset's, in orchestrator/presets/)."),
-                   *(("p", text) for text in claims.sentences(df, told, x))]
+                   *(("p", text) for text in claims.sentences(raw, told, x))]
     blocks += parity_blocks(meta)
 
     for scenario in sorted(summ["scenario"].unique()):
@@ -642,7 +658,7 @@ def build(run: str | Path | None = None, root: Path = RESULTS_DIR, x: str | None
     if x not in df:
         raise UsageError(f"no column '{x}' in {run_dir / results.MEASUREMENTS}")
     ts = results.load_timeseries(run_dir)
-    ts = ts if len(ts) else None
+    ts = network_report.by_level(ts) if len(ts) else None
     meta = results.load_meta(run_dir)
     blocks = _sections(df, meta, ts, x, noise_mod.entry(meta.get("host", {}), root))
     for stale in run_dir.glob("report-*.png"):

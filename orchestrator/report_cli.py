@@ -11,7 +11,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from . import RESULTS_DIR, results
+from . import RESULTS_DIR, network_report, results
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 VERDICT_STYLE = {"worse": "red", "better": "green", "~": "dim", "?": "yellow"}
@@ -58,7 +58,8 @@ def register(app: typer.Typer) -> None:
         if differs and not force:
             raise UsageError(f"{dirs[0].name} and {dirs[1].name} differ in {'; '.join(differs)}: their figures "
                              f"are not comparable (--force compares them anyway)")
-        a, b = results.load(dirs[0]), results.load(dirs[1])
+        # each network level compared as a scenario of its own
+        a, b = (network_report.by_level(results.load(d)) for d in dirs[:2])
         x = analysis.level_column(a)
         # One machine's floor says nothing of another's noise: with two machines, the repeats alone.
         floor = None if differs else noise.floor(metas[0].get("host", {}), results_dir)

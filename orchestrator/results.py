@@ -66,7 +66,7 @@ class RunStore:
         _atomic_write(self.dir / RUN_JSON, lambda p: p.write_text(json.dumps(meta, indent=2, default=str) + "\n"))
 
     def done(self) -> set[tuple]:
-        return {tuple(r[k] for k in CELL_KEY) for r in self.rows}
+        return {tuple(r.get(k) for k in CELL_KEY) for r in self.rows}   # .get: runs from before a key column
 
     def add(self, row: dict | list[dict], series: list[dict] | None = None) -> None:
         """Store the rows of one cell (and its time series) on disk, replacing any with the same key.
@@ -79,12 +79,12 @@ class RunStore:
                 raise ValueError(f"not in the results schema: {sorted(unknown)}")
         if series:
             keys = {tuple(r.get(k) for k in TIMESERIES_KEY) for r in series}
-            self.series = [r for r in self.series if tuple(r[k] for k in TIMESERIES_KEY) not in keys] + [
+            self.series = [r for r in self.series if tuple(r.get(k) for k in TIMESERIES_KEY) not in keys] + [
                 {c: r.get(c) for c in TIMESERIES_SCHEMA.names} for r in series]
             ts = pa.Table.from_pylist(self.series, schema=TIMESERIES_SCHEMA)
             _atomic_write(self.dir / TIMESERIES, lambda p: pq.write_table(ts, p))
         keys = {tuple(r.get(k) for k in CELL_KEY) for r in rows}
-        self.rows = [r for r in self.rows if tuple(r[k] for k in CELL_KEY) not in keys] + [
+        self.rows = [r for r in self.rows if tuple(r.get(k) for k in CELL_KEY) not in keys] + [
             {c: r.get(c) for c in COLUMNS} for r in rows]
         table = pa.Table.from_pylist(self.rows, schema=SCHEMA)
         _atomic_write(self.dir / MEASUREMENTS, lambda p: pq.write_table(table, p))

@@ -12,13 +12,15 @@ from .sampling import ServerSample
 from .schema import LATENCY_STATS, MiB, latency_column
 
 
-def identity(plan: Plan, run_id: str, target: Target, repeat: int, scenario: str, started=None) -> dict:
+def identity(plan: Plan, run_id: str, target: Target, repeat: int, scenario: str, started=None,
+             network: str | None = None, network_rtt_ms: float | None = None) -> dict:
     """The columns that say what a cell is and what it ran with; the same for every row of it.
-    started: the JVM the cell ran on (None: it never started)."""
+    started: the JVM the cell ran on (None: it never started); network: the cell's network level."""
     s, p = plan.settings, plan.profile
     return {"run_id": run_id, "started_at": dt.datetime.now().isoformat(timespec="seconds"),
             "target": target.id, "framework": target.framework.name, "variant": target.variant.name,
-            "runtime": s.runtime, "scenario": scenario, "driver": p.driver, "profile": p.name,
+            "runtime": s.runtime, "scenario": scenario, "network": network, "network_rtt_ms": network_rtt_ms,
+            "driver": p.driver, "profile": p.name,
             "kind": p.kind, "repeat": repeat, "duration_s": p.measured_s(),
             "heap": s.heap, "server_cpus": s.server_cpus, "loadgen_cpus": s.loadgen_cpus,
             "startup_s": started.startup_s if started else None,
@@ -28,7 +30,7 @@ def identity(plan: Plan, run_id: str, target: Target, repeat: int, scenario: str
 def failed(plan: Plan, base: dict, cell: tuple, reason: str) -> list[dict]:
     """The rows of a cell that measured nothing (a ramp: one per step), with the reason. No warm-up
     ran, so warmup_s is null, as are its figures."""
-    _, conc, rate = cell
+    _, conc, rate, _ = cell
     return [{**base, "concurrency": c, "rate": r, "step": step, "status": "failed", "reason": reason,
              "requests": 0, "rps": 0.0} for c, r, step in plan.profile.row_keys(conc, rate)]
 
@@ -64,6 +66,7 @@ def second(base: dict, record: dict, smp: ServerSample) -> dict:
     """The timeseries row of one second of a time-resolved cell: the driver's record (it names the
     second's step by the users then running; None: a second in transition) and the server's figures."""
     return {**record, "run_id": base["run_id"], "target": base["target"], "scenario": base["scenario"],
+            "network": base.get("network"),
             "repeat": base["repeat"],
             "server_cpu_pct": 100.0 * smp.cpu_s if smp.cpu_s == smp.cpu_s else None,
             "server_rss_mb": smp.peak_rss_bytes / MiB if smp.peak_rss_bytes else None,

@@ -54,6 +54,7 @@ class Run:
     def __init__(self, plan: Plan, store: RunStore, environment: Environment, events: Events):
         self.plan, self.store, self.environment, self.events = plan, store, environment, events
         self.infra: list = []   # the running infrastructure, replaced when it is restarted
+        self.net = None         # the topology's hosts and links (topology.Network), when it has several
 
     def execute(self, argv: list[str] | None) -> int:
         plan, store, environment, s = self.plan, self.store, self.environment, self.plan.settings
@@ -83,8 +84,12 @@ class Run:
             if not todo:
                 self.events.notice.fire(text="nothing to do: every cell of this run is measured")
                 return 0
-            with environment.infra() as infra:
-                self.infra = infra
+            with environment.network() as net, environment.infra() as infra:
+                self.infra, self.net = infra, net
+                if net:
+                    meta["network"] = net.describe()   # the round trips probed at the start
+                    store.write_meta(meta)
+                    self.events.notice.fire(text=net.summary(), warning=False)
                 self.events.run_started.fire(cells=len(todo))
                 for repeat in range(1, plan.repeat + 1):
                     for target in targets:
@@ -99,6 +104,8 @@ class Run:
             raise
         finally:
             meta["finished_at"] = dt.datetime.now().isoformat(timespec="seconds")
+            if self.net:
+                meta["network"] = self.net.describe()   # with the probes of every level
             # each finished target added its threads to the stored parity table (_observe)
             meta["parity"] = store.meta().get("parity") or meta.get("parity", {})
             store.write_meta(meta)
@@ -149,12 +156,14 @@ class Run:
 
     def _fail(self, target: Target, repeat: int, cells: list[Cell], reason: str, started=None) -> int:
         """Store each of the cells as failed for the reason; returns how many."""
-        return sum(self._store(rows_mod.failed(self.plan, self._identity(target, repeat, cell[0], started),
+        return sum(self._store(rows_mod.failed(self.plan, self._identity(target, repeat, cell, started),
                                                cell, reason))
                    for cell in cells)
 
-    def _identity(self, target: Target, repeat: int, scenario: str, started) -> dict:
-        return rows_mod.identity(self.plan, self.store.run_id, target, repeat, scenario, started)
+    def _identity(self, target: Target, repeat: int, cell: Cell, started) -> dict:
+        net = self.environment.net
+        rtt = net.subject_rtt_ms() if net and net.level == cell[3] else None
+        return rows_mod.identity(self.plan, self.store.run_id, target, repeat, cell[0], started, cell[3], rtt)
 
     def _restart_dead_infra(self) -> str:
         """Restart Redis/MariaDB if one died; returns what died with its log tail, or ''."""
@@ -185,9 +194,11 @@ class Run:
         try:
             while started and i < len(cells):
                 cell = cells[i]
-                scenario, conc, rate = cell
+                scenario, conc, rate, network = cell
+                if self.environment.net:
+                    self.environment.net.shape(network)   # in place: the JVM keeps its connections
                 self.events.cell_starting.fire(target=target, cell=cell)
-                identity = self._identity(target, repeat, scenario, started)
+                identity = self._identity(target, repeat, cell, started)
                 series: list[dict] = []
                 try:
                     rows, series = measure_cell(self.environment, started, self.plan, identity, scenario, conc,

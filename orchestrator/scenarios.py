@@ -56,19 +56,19 @@ class Scenario:
     def is_json(self) -> bool:
         return self.media_type == "application/json"
 
-    def check(self, port: int) -> tuple[list[str], Response]:
+    def check(self, port: int, host: str = "127.0.0.1") -> tuple[list[str], Response]:
         """Request the scenario once (asking for the thread that served it) and check the answer;
         returns the broken rules and the response."""
-        r = request(port, self.method, self.path, self.body, {**self.headers, **THREAD_HEADERS})
+        r = request(port, self.method, self.path, self.body, {**self.headers, **THREAD_HEADERS}, host=host)
         return check_response(self, r, self.expected), r
 
 
 @dataclass(frozen=True)
 class DbRead(Scenario):
-    def check(self, port: int) -> tuple[list[str], Response]:
+    def check(self, port: int, host: str = "127.0.0.1") -> tuple[list[str], Response]:
         """Also: a row that does not exist is a 404."""
-        problems, r = super().check(port)
-        missing = request(port, "GET", "/db?id=0")
+        problems, r = super().check(port, host)
+        missing = request(port, "GET", "/db?id=0", host=host)
         if missing.status != 404:
             problems.append(f"GET /db?id=0 gave {missing.status}, expected 404")
         return problems, r
@@ -76,11 +76,11 @@ class DbRead(Scenario):
 
 @dataclass(frozen=True)
 class DbWrite(Scenario):
-    def check(self, port: int) -> tuple[list[str], Response]:
+    def check(self, port: int, host: str = "127.0.0.1") -> tuple[list[str], Response]:
         """Two writes give two different ids, and each row reads back as written."""
         problems, ids, first = [], [], None
         for _ in range(2):
-            r = request(port, self.method, self.path, self.body, {**self.headers, **THREAD_HEADERS})
+            r = request(port, self.method, self.path, self.body, {**self.headers, **THREAD_HEADERS}, host=host)
             first = first or r
             p = check_response(self, r, None)
             if p:
@@ -96,7 +96,7 @@ class DbWrite(Scenario):
             problems.append(f"two writes returned the same id {ids[0]}")
         read = SCENARIOS["db-read"]
         for i in ids:
-            back = request(port, "GET", f"/db?id={i}")
+            back = request(port, "GET", f"/db?id={i}", host=host)
             problems += [f"reading back row {i}: {p}" for p in check_response(read, back, {"id": i, **NEW_ITEM})]
         return problems, first
 

@@ -43,7 +43,12 @@ MiB = 2**20
 SCHEMA = pa.schema([
     ("run_id", pa.string()), ("started_at", pa.string()),
     ("target", pa.string()), ("framework", pa.string()), ("variant", pa.string()),
-    ("runtime", pa.string()), ("scenario", pa.string()), ("driver", pa.string()),
+    ("runtime", pa.string()), ("scenario", pa.string()),
+    # a topology's network level (topology.py): the varying link and its shape, e.g. "app-db rtt 20 ms";
+    # null in a run of one level (run.json's "network" then says where everything ran). network_rtt_ms:
+    # that link's round trip as probed when the level began (median of 10), not the configured one
+    ("network", pa.string()), ("network_rtt_ms", pa.float64()),
+    ("driver", pa.string()),
     ("profile", pa.string()), ("kind", pa.string()),
     ("concurrency", pa.int64()),   # connections; users for a ramp step; VUs for a rate
     ("rate", pa.float64()),        # rate, capacity probe: the arrival rate offered (req/s); else null
@@ -104,15 +109,16 @@ SCHEMA = pa.schema([
     ("heap", pa.string()), ("server_cpus", pa.string()), ("loadgen_cpus", pa.string()),
 ])
 COLUMNS = SCHEMA.names
-CELL_KEY = ("target", "scenario", "concurrency", "rate", "step", "repeat")
+CELL_KEY = ("target", "scenario", "network", "concurrency", "rate", "step", "repeat")
 
 # The columns of timeseries.parquet: one row per second of a time-resolved cell.
 TIMESERIES_SCHEMA = pa.schema([
-    ("run_id", pa.string()), ("target", pa.string()), ("scenario", pa.string()), ("repeat", pa.int64()),
+    ("run_id", pa.string()), ("target", pa.string()), ("scenario", pa.string()), ("network", pa.string()),
+    ("repeat", pa.int64()),
     ("t_s", pa.int64()), ("epoch_s", pa.int64()), ("step", pa.int64()), ("users", pa.int64()),
     ("rps", pa.float64()), ("failures_per_s", pa.float64()),
     ("p50_ms", pa.float64()), ("p95_ms", pa.float64()), ("p99_ms", pa.float64()),
     ("loadgen_cpu_pct", pa.float64()), ("server_cpu_pct", pa.float64()), ("server_rss_mb", pa.float64()),
     ("server_threads", pa.int64()), ("loadgen_cpus_busy_pct", pa.float64()),
 ])
-TIMESERIES_KEY = ("target", "scenario", "repeat")
+TIMESERIES_KEY = ("target", "scenario", "network", "repeat")

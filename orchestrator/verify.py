@@ -27,12 +27,12 @@ class Verification:
         return "verification failed: " + "; ".join(self.failures)
 
 
-def verify(target: Target, port: int) -> Verification:
+def verify(target: Target, port: int, host: str = "127.0.0.1") -> Verification:
     """Request every scenario of the target once and check each response (see CONTRACT.md)."""
     v = Verification(target.id)
     for name in target.framework.scenarios:
         try:
-            problems, r = SCENARIOS[name].check(port)
+            problems, r = SCENARIOS[name].check(port, host)
         except OSError as e:
             v.failures.append(f"{name}: request failed: {e}")
             continue

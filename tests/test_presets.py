@@ -1,6 +1,8 @@
 """Every preset runs end to end in its --quick form against the real frameworks of the repo."""
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from conftest import PORTS, ROOT, bench
@@ -28,7 +30,8 @@ def test_a_preset_runs_to_completion_in_its_quick_form(results_dir, name):
         assert len(found) == len(measured) * preset.profile.repeat and found["verdict"].notna().all()
         assert found["capacity_low_rps"].notna().all() and df.groupby(["target", "scenario"]).size().min() >= 1
     else:
-        per_cell = len(preset.profile.levels()) * (preset.profile.ramp.steps if preset.profile.ramp else 1)
+        per_cell = len(preset.profile.levels()) * (preset.profile.ramp.steps if preset.profile.ramp else 1) \
+            * (len(preset.topology.levels()) if preset.topology else 1)
         assert len(df) == len(measured) * per_cell * preset.profile.repeat
     assert (df["requests"] > 0).all() and df["latency_p95_ms"].notna().all()
     if preset.profile.kind == "ramp":
@@ -36,7 +39,16 @@ def test_a_preset_runs_to_completion_in_its_quick_form(results_dir, name):
         assert {(t, s) for t, s in zip(ts["target"], ts["scenario"])} == measured
     meta = results.load_meta(run)
     assert meta["plan"]["preset"] == name and meta["status"] == "finished"
-    if name in ("redis-frameworks", "mvc-vs-reactive-ramp", "capacity-at-slo"):
+    if preset.topology:
+        # each cell at each level of the varying link, with the round trip probed at it (the quick
+        # form's far level: 40 ms), and no namespace, link or wire left after the run
+        assert set(df["network"]) == set(preset.topology.levels())
+        far = df[df["network"] == preset.topology.levels()[-1]]
+        assert far["network_rtt_ms"].between(40.0, 42.0).all(), far["network_rtt_ms"]
+        # the contract's 16 connections each wait 40 ms per statement: at most 400 statements a second
+        assert (far["rps"] <= 16 / 0.040 * 1.05).all(), far[["target", "scenario", "rps"]]
+        assert subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.count("bench-") == 0
+    if name in ("redis-frameworks", "mvc-vs-reactive-ramp", "capacity-at-slo", "far-database"):
         # The report of a preset run (a ramp's with its time series, a search's with its capacity) renders.
         from test_report import assert_renders
         r = bench("report", run.name, "--results-dir", str(results_dir), frameworks=None, timeout=600)

@@ -25,24 +25,25 @@ INSTALL = "python3 -m orchestrator list` (it installs Locust into .venv) or `pip
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 
 
-def free_loopback_port() -> int:
+def free_port(address: str) -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((address, 0))
         return s.getsockname()[1]
 
 
 def command_lines(locust: str, spec: LoadSpec, json_out: Path) -> list[list[str]]:
-    """The master (or single process) first, then the workers. Everything binds 127.0.0.1."""
+    """The master (or single process) first, then the workers. The master binds 127.0.0.1, or this
+    machine's end of the link to the workers' host when a topology puts them on one."""
     common = [locust, "-f", str(LOCUSTFILE), "--headless", "--only-summary", "--loglevel", "WARNING",
               "--stop-timeout", str(math.ceil(spec.timeout_s))]
     first = [*common, "--json-file", str(json_out.with_suffix(""))]
     workers = spec.ramp.workers
     if not workers:
         return [first]
-    port = str(free_loopback_port())
-    master = [*first, "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", port,
+    port = str(free_port(spec.master_host))
+    master = [*first, "--master", "--master-bind-host", spec.master_host, "--master-bind-port", port,
               "--expect-workers", str(workers), "--expect-workers-max-wait", "30"]
-    worker = [*common, "--worker", "--master-host", "127.0.0.1", "--master-port", port]
+    worker = [*common, "--worker", "--master-host", spec.master_host, "--master-port", port]
     return [master] + [worker] * workers
 
 
@@ -152,15 +153,19 @@ class LocustDriver(Driver):
             raise DriverFailed("the locust driver runs ramp profiles only")
         out, json_out = self.files(spec, "buckets.json", "json")
         s, ramp = spec.scenario, spec.ramp
-        cfg = {"host": f"http://127.0.0.1:{spec.port}", "method": s.method, "path": s.path, "name": s.name,
+        cfg = {"host": f"http://{spec.host}:{spec.port}", "method": s.method, "path": s.path, "name": s.name,
                "headers": s.headers, "body": s.body.decode() if s.body is not None else None,
                "timeout_s": spec.timeout_s, "start_users": ramp.start_users, "step_users": ramp.step_users,
                "step_s": ramp.step_s, "steps": ramp.steps, "out": str(out)}
         argvs = command_lines(locust, spec, json_out)
         logs = self.files(spec, *(f"{'master' if i == 0 and len(argvs) > 1 else f'worker{i}' if i else 'main'}.log"
                                   for i in range(len(argvs))))
+        # workers on a host of their own reach the server at that host's link to it
+        worker_cfg = {**cfg, "host": f"http://{spec.workers_host or spec.host}:{spec.port}"}
+        envs = [{"BENCH_LOCUST": json.dumps(cfg if i == 0 else worker_cfg)} for i in range(len(argvs))]
         finished = run_generators(argvs, logs, deadline_s=ramp.duration_s + 2 * spec.timeout_s + 90,
-                                  cpus=spec.cpus, env={"BENCH_LOCUST": json.dumps(cfg)}, cpu_timeline=True)
+                                  cpus=spec.cpus, env=envs, cpu_timeline=True,
+                                  netns=[None] + [spec.workers_netns] * (len(argvs) - 1))
         bad = [(f, log) for f, log in zip(finished, logs) if f.exit_code not in (0, 1)]
         if bad or not out.exists() or not json_out.exists():
             f, log = (bad or list(zip(finished, logs)))[0]

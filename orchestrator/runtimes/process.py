@@ -44,5 +44,6 @@ class ProcessRuntime(Runtime):
         env = {k: v for k, v in os.environ.items() if not k.startswith(("JAVA_TOOL", "_JAVA", "JDK_JAVA"))}
         env.update(spec.env)
         spec.log_path.parent.mkdir(parents=True, exist_ok=True)
-        popen = spawn(argv, log_path=spec.log_path, cwd=spec.target.framework.path, env=env, cpus=spec.cpus)
+        popen = spawn(argv, log_path=spec.log_path, cwd=spec.target.framework.path, env=env, cpus=spec.cpus,
+                      netns=spec.netns)
         return ProcessServer(popen, spec.log_path)

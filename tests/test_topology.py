@@ -1,0 +1,179 @@
+"""Topologies (topology.py): the server and the data services on hosts of their own, network
+namespaces of this machine joined by links that may carry a round trip, and nothing of them left
+after a run, a Ctrl-C or a SIGKILL followed by `bench clean`."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import psutil
+import pytest
+
+from conftest import PORTS, ROOT, bench, owned, start_bench, wait_for
+from orchestrator import results
+from orchestrator.catalog import discover, resolve
+from orchestrator.plan import Plan, Settings
+from orchestrator.profiles import load as load_profile
+from orchestrator.topology import Link, Network, Shape, Topology, load, parse
+
+
+def network_traces(owner: int) -> list[str]:
+    """The namespaces, links and wires that run `owner` made and that still exist."""
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    wires = [p for p in psutil.process_iter(["cmdline"]) if "delay_wire" in " ".join(p.info["cmdline"] or [])
+             and p.pid != owner]
+    return ([ln for ln in namespaces.splitlines() if f"bench-{owner}-" in ln]
+            + [ln for ln in links.splitlines() if f"b{owner}x" in ln] + [str(w.pid) for w in wires])
+
+
+@pytest.mark.parametrize("text,problem", [
+    ('server = "App"\ndata = "db"', "field 'server': 'App': a host is 'local' or a name"),
+    ('server = "app"', "field 'data': the data services stay on the local host"),
+    ('server = "app"\ndata = "db"\n[[links]]\nbetween = ["local", "nowhere"]', "links[0].between"),
+    ('server = "app"\ndata = "db"\n[[links]]\nbetween = ["app", "db"]\nrate = "fast"', "links[0].rate"),
+    ('server = "app"\ndata = "db"\n[[links]]\nbetween = ["app", "db"]\nrtt = "far"', "links[0].rtt"),
+    ('server = "app"\ndata = "db"\n[[links]]\nbetween = ["app", "db"]\nrtt = ["1ms", "2ms"]\n'
+     '[[links]]\nbetween = ["local", "app"]\nrtt = ["1ms", "2ms"]', "only one link may list"),
+    ('server = "app"\ndata = "db"\nlatency = "1ms"', "field 'latency': unknown field"),
+])
+def test_a_topology_file_is_checked_field_by_field(tmp_path, text, problem):
+    path = tmp_path / "t.toml"
+    path.write_text(text)
+    r = bench("run", "-f", "fixture:ok", "-s", "json", "--topology", str(path))
+    assert r.returncode == 2 and problem in r.stdout + r.stderr, r.stdout + r.stderr
+    assert len((r.stdout + r.stderr).strip().splitlines()) == 1
+
+
+def test_a_varying_link_makes_levels_and_each_cell_is_measured_at_each():
+    topo = load("far-database")
+    assert topo.levels() == [None] and topo.pairs() == [("local", "app"), ("local", "db"), ("app", "db")]
+    many = Topology(server="app", data="db", links=(Link("app", "db", (Shape(0.0), Shape(40.0))),))
+    assert many.levels() == ["app-db rtt 0 ms", "app-db rtt 40 ms"]
+    assert many.shapes_at("app-db rtt 40 ms")["app-db"].rtt_ms == 40.0
+    assert Topology.from_dict(many.to_dict()) == many
+    target = resolve(discover(ROOT / "tests" / "fixtures" / "frameworks"), "fixture:ok")
+    plan = Plan(matrix={"fixture:ok": ["json", "sleep"]}, profile=load_profile("throughput"),
+                settings=Settings(topology=many.to_dict()))
+    cells = plan.cells(target)
+    # the levels outermost: the link is reshaped once per level and JVM
+    assert [c[3] for c in cells] == ["app-db rtt 0 ms"] * 2 + ["app-db rtt 40 ms"] * 2
+    assert plan.row_keys(target, 1, cells[2])[0][2] == "app-db rtt 40 ms"
+    assert Plan.from_dict(plan.to_dict()).cells(target) == cells   # a resumed run has the same levels
+
+
+def test_a_shape_is_written_for_the_wire_in_its_units():
+    # one-way delay and jitter in microseconds, loss in parts per million, rate in bit/s
+    assert Shape(170.0, 1.0, 0.5, "100mbit").wire_line() == "85000 1000 5000 100000000\n"
+    assert Shape().plain and not Shape(rate="1gbit").plain
+
+
+@pytest.mark.slow
+def test_a_link_delays_by_its_round_trip_and_is_removed_after(tmp_path):
+    path = tmp_path / "t.toml"
+    path.write_text('server = "app"\ndata = "db"\n[[links]]\nbetween = ["app", "db"]\nrtt = ["0ms", "30ms"]\n')
+    topo = parse(path)
+    net = Network(topo, os.getpid(), cpus="0")
+    net.up()
+    try:
+        for level in topo.levels():
+            net.shape(level)
+        near, far = (p["rtt"]["app-db"]["median_ms"] for p in net.probes)
+        # the wire's own cost near, and 30 ms of round trip far (15 ms each way, probed through the kernels)
+        assert near < 1.0 and 30.0 <= far < 32.0, net.probes
+        plain = net.probes[-1]["rtt"]["local-app"]["median_ms"]
+        assert plain < 1.0   # a veth link without a shape adds nothing
+        assert net.address("db", "app") != net.address("db", "local")   # each link its own addresses
+        assert network_traces(os.getpid())
+    finally:
+        net.down()
+    assert network_traces(os.getpid()) == []
+
+
+@pytest.mark.slow
+def test_a_killed_owner_leaves_namespaces_that_bench_clean_removes(tmp_path):
+    script = textwrap.dedent(f"""
+        import os, sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from orchestrator.topology import Network, load
+        net = Network(load("far-database"), os.getpid(), cpus="0")
+        net.up()
+        print("up", flush=True)
+        time.sleep(600)
+    """)
+    owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert owner.stdout.readline().strip() == "up"
+    assert network_traces(owner.pid)
+    owner.send_signal(signal.SIGKILL)
+    owner.wait(timeout=30)
+    # its wire dies with it (PR_SET_PDEATHSIG); its namespaces and links stay until cleaned
+    wait_for(lambda: not [t for t in network_traces(owner.pid) if t.isdigit()], 30, "the wire to die")
+    assert network_traces(owner.pid)
+    r = bench("clean")
+    assert r.returncode == 0 and f"network namespace bench-{owner.pid}-app" in r.stdout, r.stdout + r.stderr
+    assert network_traces(owner.pid) == []
+
+
+@pytest.mark.slow
+def test_a_run_on_three_hosts_serves_its_load_across_the_links(results_dir):
+    r = bench("run", *PORTS, "-f", "fixture:ok", "-s", "json,sleep", "-c", "8", "--warmup", "0s", "-d", "2s",
+              "--topology", "far-database", "--results-dir", str(results_dir))
+    assert r.returncode == 0, r.stdout + r.stderr
+    run = results.find_run(None, results_dir)
+    df = results.load(run)
+    assert (df["status"] == "ok").all() and (df["requests"] > 0).all(), df[["scenario", "reason"]]
+    assert df["network"].isna().all()   # one level: run.json says where everything ran
+    # the row carries the link's round trip as probed, not as configured
+    assert df["network_rtt_ms"].between(20.0, 22.0).all(), df["network_rtt_ms"]
+    meta = results.load_meta(run)
+    assert set(meta["network"]["links"]) == {"local-app", "local-db", "app-db"}
+    assert 20.0 <= meta["network"]["rtt_probes"][0]["rtt"]["app-db"]["median_ms"] < 22.0
+    # the target listened at its own host's end of the load's link, in 198.18.0.0/15
+    server = meta["network"]["links"]["local-app"]["ends"][1]
+    assert server["host"] == "app" and server["address"].startswith("198.1")
+    assert (run / "logs" / "verify-fixture-ok-r1.txt").read_text().startswith("ok")
+    r = bench("report", run.name, "--results-dir", str(results_dir))
+    assert r.returncode == 0 and "Topology far-database" in (run / "report.md").read_text()
+    owner = int(server["device"][1:].split("x")[0])   # b<pid>x<link><end>
+    assert network_traces(owner) == []
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_a_run_on_three_hosts_leaves_no_namespace(results_dir):
+    run = start_bench("run", *PORTS, "-f", "fixture:ok", "-s", "json", "-c", "8", "--warmup", "0s", "-d", "20s",
+                      "--topology", "far-database", "--results-dir", str(results_dir))
+    wait_for(lambda: owned(run.pid, "wrk"), what="the first cell's load")
+    assert network_traces(run.pid)
+    run.send_signal(signal.SIGINT)
+    out, _ = run.communicate(timeout=120)
+    assert run.returncode != 0, out
+    assert network_traces(run.pid) == [], out
+
+
+@pytest.mark.slow
+def test_a_ramp_with_its_locust_worker_on_another_host(results_dir, tmp_path):
+    profile = tmp_path / "ramp.toml"
+    profile.write_text('kind = "ramp"\ndriver = "locust"\nwarmup = "0s"\n'
+                       '[ramp]\nstart_users = 4\nstep_users = 4\nstep_duration = "4s"\nsteps = 2\nworkers = 1\n')
+    run = start_bench("run", *PORTS, "-f", "fixture:ok", "-s", "json", "-p", str(profile),
+                      "--topology", "locust-workers-host", "--results-dir", str(results_dir))
+    # the worker runs in the workers' namespace, its master on this machine's own stack
+    worker = wait_for(lambda: [p for p in owned(run.pid, "--worker")], what="the Locust worker")[0]
+    master = owned(run.pid, "--master")[0]
+    assert os.readlink(f"/proc/{worker.pid}/ns/net") != os.readlink("/proc/self/ns/net")
+    assert os.readlink(f"/proc/{master.pid}/ns/net") == os.readlink("/proc/self/ns/net")
+    out, _ = run.communicate(timeout=600)
+    assert run.returncode == 0, out
+    df = results.load(results.find_run(None, results_dir))
+    assert (df["status"] == "ok").all() and len(df) == 2 and (df["requests"] > 0).all(), df
+    meta = results.load_meta(results.find_run(None, results_dir))
+    assert {"local-gen", "gen-app"} <= set(meta["network"]["links"])
+    assert network_traces(run.pid) == []
+
+
+def test_workers_on_a_host_of_their_own_need_a_ramp_with_workers():
+    r = bench("run", "-f", "fixture:ok", "-s", "json", "--topology", "locust-workers-host")
+    assert r.returncode == 2 and "needs a ramp profile with workers" in r.stdout + r.stderr, r.stdout + r.stderr
