@@ -23,7 +23,9 @@ STAMP = VENV / ".installed-from"
 # executable -> Debian package that provides it
 APT = {"redis-server": "redis-server", "mariadbd": "mariadb-server", "wrk": "wrk", "mvn": "maven",
        "taskset": "util-linux", "h2load": "nghttp2-client",
-       "nginx": "nginx"}   # nginx: `bench calibrate` measures each generator's ceiling against it
+       "nginx": "nginx",   # nginx: `bench calibrate` measures each generator's ceiling against it
+       # topologies (topology.py): namespaces and links, and the C compiler of a link's delay wire
+       "ip": "iproute2", "nsenter": "util-linux", "cc": "gcc"}
 # Only for the docker runtime (and the tests, which cover it).
 APT_DOCKER = {"dockerd": "docker.io", "debootstrap": "debootstrap"}
 # Only for the tests: the report test renders report.html in headless Chromium.

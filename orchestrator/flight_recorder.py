@@ -37,7 +37,9 @@ THRESHOLDS = {"jdk.VirtualThreadPinned": "0ms", "jdk.ThreadPark": "10ms", "jdk.J
 # Safepoints are off in `default`; on, their total is a figure rather than a silent zero.
 SETTINGS = [*(f"{event}#threshold={t}" for event, t in THRESHOLDS.items()),
             "jdk.SafepointBegin#enabled=true", "jdk.SafepointBegin#threshold=0ms",
-            "jdk.ThreadCPULoad#period=1s", "jdk.ExecutionSample#period=20ms"]
+            "jdk.ThreadCPULoad#period=1s", "jdk.ExecutionSample#period=20ms",
+            # each thread's allocated bytes, read around every window (JfrEvidence: jfr_alloc_mb_per_s)
+            "jdk.ThreadAllocationStatistics#period=100ms"]
 JCMD_TIMEOUT_S = 60.0
 # What recording cost here (README: "Why, from Flight Recorder"), stated in every row recorded with it
 # and in the run's warnings: more than this machine's noise, and not the same for every target.

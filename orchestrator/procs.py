@@ -168,7 +168,9 @@ def netns_listeners(pid: int) -> list[str]:
             raw = bytes.fromhex(hex_ip)
             # /proc prints each 32-bit word in host (little-endian) order
             raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
-            found.append(f"{ipaddress.ip_address(raw)}:{int(hex_port, 16)}")
+            ip = ipaddress.ip_address(raw)
+            ip = ip.ipv4_mapped or ip if ip.version == 6 else ip   # a dual-stack JVM's IPv4 bind
+            found.append(f"{ip}:{int(hex_port, 16)}")
     return sorted(set(found))
 
 

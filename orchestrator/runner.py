@@ -161,7 +161,7 @@ class Run:
                    for cell in cells)
 
     def _identity(self, target: Target, repeat: int, cell: Cell, started) -> dict:
-        net = self.environment.net
+        net = self.net
         rtt = net.subject_rtt_ms() if net and net.level == cell[3] else None
         return rows_mod.identity(self.plan, self.store.run_id, target, repeat, cell[0], started, cell[3], rtt)
 
@@ -195,8 +195,8 @@ class Run:
             while started and i < len(cells):
                 cell = cells[i]
                 scenario, conc, rate, network = cell
-                if self.environment.net:
-                    self.environment.net.shape(network)   # in place: the JVM keeps its connections
+                if self.net:
+                    self.net.shape(network)   # in place: the JVM keeps its connections
                 self.events.cell_starting.fire(target=target, cell=cell)
                 identity = self._identity(target, repeat, cell, started)
                 series: list[dict] = []

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from .documents import Document
 from .errors import BenchError, UsageError
-from .procs import log_tail, require_tool, spawn, stop
+from .procs import in_netns, log_tail, pinned, require_tool, spawn, stop
 
 LOCAL = "local"
 RANGE = ipaddress.ip_network("198.18.0.0/15")
@@ -298,9 +298,6 @@ class Network:
         a, b = self.ends[self.topology.link(seen_from, host).name]
         return a.address if a.host == host else b.address
 
-    def addresses_of(self, host: str) -> list[str]:
-        return [e.address for pair in self.ends.values() for e in pair if e.host == host]
-
     def up(self) -> None:
         """Create the namespaces and links; on any failure, remove what was made."""
         try:
@@ -358,7 +355,7 @@ class Network:
         return wire
 
     def shape(self, level: str | None) -> None:
-        """Every link as the level wants it (netem on both ends), then its round trip probed."""
+        """Every wire as the level wants it, then every link's round trip probed."""
         if self.probes and self.level == level:
             return
         for name, shape in self.topology.shapes_at(level).items():
@@ -377,13 +374,13 @@ class Network:
         answered by the kernel's reset (no server needed). Median, min and max of RTT_PROBES, in ms."""
         out = {}
         for name, (a, b) in self.ends.items():
-            ns = self.namespace(a.host)
-            argv = [sys.executable, "-c", _PROBE, b.address, str(RTT_PROBES)]
-            argv = ["ip", "netns", "exec", ns, *argv] if ns else argv
+            argv = in_netns(pinned([sys.executable, "-c", _PROBE, b.address, str(RTT_PROBES)], self.cpus),
+                            self.namespace(a.host))
             r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-            if r.returncode != 0:
-                raise BenchError(f"round-trip probe of link {name} failed: {r.stderr.strip()[-300:]}")
-            samples = [float(x) for x in r.stdout.split()]
+            samples = [float(x) for x in r.stdout.split()] if r.returncode == 0 else []
+            if not samples:
+                raise BenchError(f"the round trip of link {name} could not be probed: "
+                                 f"{r.stderr.strip()[-300:] or 'every probe was lost'}")
             out[name] = {"median_ms": round(statistics.median(samples), 3), "min_ms": round(min(samples), 3),
                          "max_ms": round(max(samples), 3), "probes": len(samples)}
         return out
@@ -448,6 +445,8 @@ def stale_namespaces() -> list[str]:
     """Remove the namespaces (and local link ends) of bench processes that are gone: what a killed
     run left. Processes still inside one are killed first."""
     import psutil
+    if os.geteuid() != 0:
+        return []   # only root makes them
     removed = []
     names = [p.name for p in NETNS_DIR.glob(f"{PREFIX}*")] if NETNS_DIR.exists() else []
     for ns in names:

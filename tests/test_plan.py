@@ -36,19 +36,20 @@ def plan_of(target, profile="throughput", scenarios=("plaintext",), **changes) -
 def test_cells_run_every_scenario_at_every_level_and_a_ramp_writes_a_row_per_step(target):
     plan = plan_of(target, scenarios=("json", "redis", "plaintext"), concurrency=(8, 64))
     # in the order asked, a scenario the target does not serve left out
-    assert plan.cells(target) == [("json", 8, None), ("json", 64, None), ("plaintext", 8, None), ("plaintext", 64, None)]
+    assert plan.cells(target) == [("json", 8, None, None), ("json", 64, None, None), ("plaintext", 8, None, None),
+                                  ("plaintext", 64, None, None)]
     assert len(plan_of(target, scenarios=()).cells(target)) == 4   # none asked: every one it serves
     ramp = plan_of(target, "ramp")
     (cell,) = ramp.cells(target)
     keys = ramp.row_keys(target, 1, cell)
-    assert len(keys) == ramp.profile.ramp.steps and [k[4] for k in keys] == list(range(1, len(keys) + 1))
+    assert len(keys) == ramp.profile.ramp.steps and [k[5] for k in keys] == list(range(1, len(keys) + 1))
 
 
 def test_resume_measures_only_what_is_missing_with_repeats_interleaved(target):
     plan = plan_of(target, concurrency=(8, 64), repeat=2)
     every = plan.todo([target], done=set())
     assert [(r, cell[1]) for r, _, cell in every] == [(1, 8), (1, 64), (2, 8), (2, 64)]
-    done = set(plan.row_keys(target, 1, ("plaintext", 64, None)))
+    done = set(plan.row_keys(target, 1, ("plaintext", 64, None, None)))
     assert [(r, cell[1]) for r, _, cell in plan.todo([target], done)] == [(1, 8), (2, 8), (2, 64)]
 
 
@@ -89,7 +90,7 @@ def test_a_measured_row_fills_the_schema_from_the_window_and_a_failed_row_says_w
     assert row["rps"] == 1000 and row["server_cpu_pct"] == 50 and row["server_peak_rss_mb"] == 100
     assert row[latency_column("p99")] == 20.0 and row["littles_ratio"] == pytest.approx(1.0)
     assert row["loadgen_cpu_pct"] == 50 and row["flags"] == "not-steady" and row["warmup_s"] == 4.0
-    (failed,) = rows.failed(plan, base, ("plaintext", 8, None), "target exited with 1")
+    (failed,) = rows.failed(plan, base, ("plaintext", 8, None, None), "target exited with 1")
     assert failed["status"] == "failed" and failed["reason"] == "target exited with 1" and failed["requests"] == 0
     assert failed.get("warmup_s") is None   # no warm-up ran
 

@@ -22,11 +22,15 @@ def test_every_shipped_preset_resolves_against_the_repo():
     catalog = discover(REPO_ROOT / "frameworks")
     names = set(presets.shipped())
     assert names == {"gateway-vt-vs-webflux", "spring-concurrency-models", "redis-frameworks", "capacity-at-slo",
-                     "mvc-vs-reactive-ramp", "cpu-and-io-bursts"}
+                     "mvc-vs-reactive-ramp", "cpu-and-io-bursts", "far-database"}
     for name in names:
         full, quick = presets.load(name, catalog), presets.load(name, catalog, quick=True)
         assert full.matrix == quick.matrix and full.profile.kind == quick.profile.kind, name
         assert quick.profile.measured_s() <= full.profile.measured_s(), name
+    # the far-database study: the database 0.3 and 170 ms away; here 0 to 170 ms, the quick form 0 and 40
+    far, quick = presets.load("far-database", catalog), presets.load("far-database", catalog, quick=True)
+    assert [s.rtt_ms for s in far.topology.varying.shapes] == [0, 20, 85, 170]
+    assert [s.rtt_ms for s in quick.topology.varying.shapes] == [0, 40] and quick.profile.repeat == 1
     models = presets.load("spring-concurrency-models", catalog)
     assert len(models.matrix) == 8 and models.profile.requests == 10_000
     assert models.profile.concurrency == (500, 1000, 2000) and models.profile.repeat == 3

@@ -39,7 +39,7 @@ def test_a_cell_measured_again_replaces_the_old_row(tmp_path):
     store = make_run(tmp_path, "run1", [row(status="failed", reason="x"), row(status="ok")])
     df = results.load("run1", root=tmp_path)
     assert len(df) == 1 and df.loc[0, "status"] == "ok"
-    assert results.RunStore(store.dir).done() == {("a:b", "json", 64, None, None, 1)}
+    assert results.RunStore(store.dir).done() == {("a:b", "json", None, 64, None, None, 1)}
 
 
 def test_unknown_columns_are_refused(tmp_path):
