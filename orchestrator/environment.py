@@ -115,7 +115,8 @@ class Environment:
             return {}
         t, out = self.topology, {"host": self.server_host}
         if t.workers != LOCAL:
-            out.update(workers_netns=self.net.namespace(t.workers), workers_host=self.net.address(t.server, t.workers),
+            # the server answers at one address, which the workers' host reaches over its own link
+            out.update(workers_netns=self.net.namespace(t.workers), workers_host=self.server_host,
                        master_host=self.net.address(LOCAL, t.workers))
         return out
 

@@ -110,7 +110,8 @@ class Topology:
         for link in self.links:
             if {link.a, link.b} == {a, b}:
                 return link
-        return Link(a, b)
+        # an unshaped link, named in the order pairs() gives (its ends are keyed so)
+        return Link(*next((p for p in self.pairs() if set(p) == {a, b}), (a, b)))
 
     @property
     def varying(self) -> Link | None:
@@ -336,6 +337,16 @@ class Network:
             self.ends[link.name] = (end_a, end_b)
             if shaped:
                 self.wires[link.name] = self._wire(link, end_a, end_b)
+        self._route_to_server()
+
+    def _route_to_server(self) -> None:
+        """The server binds one address (the contract's BIND_ADDRESS), its end of the load's link: a
+        host that loads it over a link of its own (Locust's workers) reaches that address through it."""
+        t = self.topology
+        if t.server == LOCAL or t.workers in (LOCAL, t.server):
+            return
+        _ip("route", "add", f"{self.address(t.server, LOCAL)}/32", "via", self.address(t.server, t.workers),
+            netns=self.namespace(t.workers))
 
     def _wire(self, link: Link, a: End, b: End) -> Wire:
         if self.work_dir is None:
