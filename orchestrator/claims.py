@@ -22,7 +22,7 @@ from .schema import COLUMNS
 MEASURES = {
     "asleep": ("threads asleep on average (Flight Recorder, sleeps >= 10 ms)",
                lambda r: r["jfr_sleep_ms"] / 1000 / r["duration_s"]),
-    "parked": ("threads parked on average (Flight Recorder, parks >= 10 ms)",
+    "parked": ("threads parked on average (Flight Recorder, parks >= 10 ms, a pool's idle workers left out)",
                lambda r: r["jfr_parked_ms"] / 1000 / r["duration_s"]),
     "event-loop-app-share": ("share of the event loop's CPU samples in application code (%)",
                              lambda r: 100 * r["jfr_event_loop_app_share"]),

@@ -10,14 +10,16 @@ from .events import Events
 
 
 def level_label(row: dict) -> str:
-    """How a row's load is named: c=256, 1000/s, step 3 (150 users), or capacity (a search's result)."""
+    """How a row's load is named: c=256, 1000/s, step 3 (150 users), or capacity (a search's result),
+    and its network level when a topology has several (c=256 app-db rtt 85 ms)."""
+    network = f" {row['network']}" if row.get("network") else ""
     if _present(row.get("capacity_low_rps")) and not _present(row.get("rate")):
-        return "capacity"
+        return "capacity" + network
     if row.get("rate"):
-        return f"{row['rate']:g}/s"
+        return f"{row['rate']:g}/s" + network
     if row.get("step"):
-        return f"step {row['step']} u={row['concurrency']}"
-    return f"c={row['concurrency']}"
+        return f"step {row['step']} u={row['concurrency']}" + network
+    return f"c={row['concurrency']}" + network
 
 
 def _present(value) -> bool:

@@ -466,12 +466,13 @@ def _sections(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
                    ("p", "Every cell was measured at each level of the link that varies, the link reshaped in "
                          "place between levels (the JVM kept running). Median over the repeats [min-max]; the "
                          "last row is the round trip probed when each level began. A target overtakes another "
-                         "when it is behind at the first level and ahead at a later one.")]
+                         "when it is behind by 10 % or more at the first level and ahead by 10 % or more at a "
+                         "later one (smaller leads are within this machine's run-to-run spread).")]
         for scenario in sorted(set(df.loc[df["network"].notna(), "scenario"])):
             t = network_report.table(df, scenario, order)
             if t is not None:
                 blocks += [("h3", f"{scenario} by network level"), ("table", t),
-                           *(("p", s) for s in network_report.overtakes(df, scenario, order))]
+                           *(("p", s) for s in network_report.verdicts(df, scenario, order, meta))]
     raw, df = df, network_report.by_level(df)   # every later table keeps the levels apart
     probes, capacity, df = capacity_report.split(df)
     if len(capacity) or len(probes):

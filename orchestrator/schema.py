@@ -92,7 +92,8 @@ SCHEMA = pa.schema([
     # Flight Recorder evidence of the window (flight_recorder.py; null when not recorded): CPU samples
     # and the five hottest methods with their share; virtual-thread pinning (count, total ms, the stack
     # that pinned longest); platform threads that used >= 1 % of a CPU, carriers among them, virtual
-    # threads seen in samples; totals of waits over JFR's thresholds (parked, blocked on a monitor,
+    # threads seen in samples; totals of waits over JFR's thresholds (parked, but not a pool's idle
+    # worker waiting for a task (getTask, awaitWork), blocked on a monitor,
     # asleep, in socket reads); GC pauses and safepoints; allocation rate; and on event-loop threads,
     # their samples and the share of them in application code (a blocked or busy event loop)
     ("jfr_samples", pa.int64()), ("jfr_hot_methods", pa.string()),

@@ -68,3 +68,15 @@ def test_a_target_in_a_container_is_recorded_too(results_dir):
     assert row["runtime"] == "docker" and pd.isna(row["jfr_error"]), row["jfr_error"]
     assert row["jfr_event_loop_samples"] > 10 and "Fixture.countPrimes" in row["jfr_hot_methods"]
     assert (results.find_run(None, results_dir) / row["jfr_file"]).stat().st_size > 0
+
+
+def test_a_pools_idle_workers_are_not_parked_and_allocation_is_read_around_the_window(results_dir):
+    # 16 workers, 40 sleeps of 100 ms a second: 4 asleep on average, 12 idle in the pool's getTask
+    row = run(results_dir, "fixture:pool-16", "sleep", 40, "--jfr").iloc[-1]
+    assert row["status"] == "ok" and pd.isna(row["jfr_error"]), row["jfr_error"]
+    window_s = row["duration_s"]
+    assert 3.0 <= row["jfr_sleep_ms"] / 1000 / window_s <= 5.0
+    assert row["jfr_parked_ms"] / 1000 / window_s < 1.0   # idle is not held up
+    # each thread's allocated bytes between readings 100 ms apart around the window: a small server
+    # at 40 requests a second allocates a few MB/s at most, not what its threads allocated since start
+    assert 0 < row["jfr_alloc_mb_per_s"] < 50

@@ -177,3 +177,30 @@ def test_a_ramp_with_its_locust_worker_on_another_host(results_dir, tmp_path):
 def test_workers_on_a_host_of_their_own_need_a_ramp_with_workers():
     r = bench("run", "-f", "fixture:ok", "-s", "json", "--topology", "locust-workers-host")
     assert r.returncode == 2 and "needs a ramp profile with workers" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_the_report_reads_levels_against_the_pool_bound_and_names_only_real_overtakes():
+    import pandas as pd
+    from orchestrator import network_report
+    near, far = "app-db rtt 0 ms", "app-db rtt 20 ms"
+    meta = {"plan": {"settings": {"db_pool_size": 16, "topology": None}}}
+
+    def frame(figures: dict) -> pd.DataFrame:
+        """Two repeats of each target's rps near and far."""
+        return pd.DataFrame([{"target": t, "scenario": "db-read", "network": lv, "status": "ok", "rps": rps,
+                              "network_rtt_ms": 0.02 if lv == near else 20.0}
+                             for t, (n, f) in figures.items() for lv, rps in ((near, n), (far, f)) for _ in range(2)])
+
+    said = network_report.verdicts(frame({"a": (10_000, 790), "b": (5_000, 600), "c": (4_000, 780)}),
+                                   "db-read", [near, far], meta)
+    assert said[0] == "db-read at app-db rtt 0 ms: a leads with 10,000 rps, 100 % ahead of b."
+    # 16 connections, 20 ms a statement: 800 a second at most; c ahead of b by 30 % far, behind by 20 % near
+    assert said[1].startswith("db-read at app-db rtt 20 ms: a leads with 790 rps, within 10 % of c (780); the "
+                              "bound of 16 connections each holding a statement for the probed 20 ms is 800 rps")
+    assert said[2:] == ["db-read: c overtakes b at app-db rtt 20 ms: 780 against 600 rps, 20 % behind at "
+                        "app-db rtt 0 ms."]
+    # a 5 % lead near turned into a 5 % lead the other way is no overtake: within the machine's spread
+    said = network_report.verdicts(frame({"a": (10_500, 760), "b": (10_000, 800)}), "db-read", [near, far], meta)
+    assert said[-1] == "db-read: no target overtakes another by 10 % or more across the levels."
+    table = network_report.table(frame({"a": (10_500, 760)}), "db-read", [near, far])
+    assert list(table.columns) == ["rps by network level", near, far] and table.iloc[-1, 0] == "round trip probed"

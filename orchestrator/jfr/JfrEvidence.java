@@ -36,6 +36,7 @@ public final class JfrEvidence {
     /** The JDK's default virtual-thread scheduler names its carriers so. */
     static final Pattern CARRIER = Pattern.compile("^ForkJoinPool-\\d+-worker-\\d+$");
     static final Pattern PARKING = Pattern.compile("^(java\\.lang\\.VirtualThread|java\\.lang\\.Continuation|jdk\\.internal\\.)");
+    static final Pattern IDLE = Pattern.compile("^(getTask|awaitWork)$");
     static final int HOT_METHODS = 5, STACK_FRAMES = 6;
     /** A thread counts as busy when it used at least this share of a CPU over the window. */
     static final double BUSY_CPU = 0.01;
@@ -158,7 +159,11 @@ public final class JfrEvidence {
                 w.pinnedMs += ms(e);
                 w.pinnedStacks.merge(stack(e.getStackTrace()), ms(e), Double::sum);
             }
-            case "jdk.ThreadPark" -> w.parkedMs += ms(e);
+            case "jdk.ThreadPark" -> {
+                if (!idle(e.getStackTrace())) {
+                    w.parkedMs += ms(e);
+                }
+            }
             case "jdk.JavaMonitorEnter" -> w.monitorMs += ms(e);
             case "jdk.ThreadSleep" -> w.sleepMs += ms(e);
             case "jdk.SocketRead" -> w.socketReadMs += ms(e);
@@ -178,6 +183,22 @@ public final class JfrEvidence {
             }
             default -> { }
         }
+    }
+
+    /** A pool's worker waiting for its next task (ThreadPoolExecutor.getTask: Tomcat's and the JDK's;
+     * ForkJoinPool.awaitWork: carriers and parallel pools) is idle, not held up: 200 idle Tomcat
+     * workers would otherwise read as 200 threads parked. */
+    static boolean idle(RecordedStackTrace stack) {
+        if (stack == null) {
+            return false;
+        }
+        for (RecordedFrame f : stack.getFrames()) {
+            if (f.getMethod() != null && IDLE.matcher(f.getMethod().getName()).matches()
+                    && type(f).contains("Pool")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     static String type(RecordedFrame f) {
