@@ -90,7 +90,10 @@ class Probe:
         return status.get("Threads_connected", 1) - 1, status.get("Threads_running", 1) - 1
 
     def read(self) -> Reading:
-        counters = tcp_counters(self.server_pid)
+        try:
+            counters = tcp_counters(self.server_pid)
+        except OSError:   # the server exited: its namespace's counters went with it; the cell fails anyway
+            counters = {}
         clients = connections = running = None
         try:
             clients = self._redis_reading(counters)
