@@ -116,8 +116,7 @@ class Environment:
         t, out = self.topology, {"host": self.server_host}
         if t.workers != LOCAL:
             # the server answers at one address, which the workers' host reaches over its own link
-            out.update(workers_netns=self.net.namespace(t.workers), workers_host=self.server_host,
-                       master_host=self.net.address(LOCAL, t.workers))
+            out.update(workers_netns=self.net.namespace(t.workers), master_host=self.net.address(LOCAL, t.workers))
         return out
 
     def placement(self) -> infra_mod.Placement | None:

@@ -33,10 +33,9 @@ class LoadSpec:
     rate: float | None = None  # open model: arrivals per second
     ramp: Ramp | None = None  # stepped users
     host: str = "127.0.0.1"   # the server's address (another host's in a topology: topology.py)
-    # Locust workers on a host of their own (topology.py's `workers`): its namespace, the server's
-    # address as that host reaches it, and this machine's address that host reaches the master at
+    # Locust workers on a host of their own (topology.py's `workers`): its namespace, and this
+    # machine's address that host reaches the master at (the server's address is `host` for them too)
     workers_netns: str | None = None
-    workers_host: str | None = None
     master_host: str = "127.0.0.1"
 
     @property
@@ -156,22 +155,20 @@ def run_generator(argv: list[str], log_path: Path, deadline_s: float, cpus: str 
 
 
 def run_generators(argvs: list[list[str]], log_paths: list[Path], deadline_s: float, cpus: str | None,
-                   env: dict[str, str] | list[dict[str, str]] | None = None, cpu_timeline: bool = False,
+                   env: dict[str, str] | None = None, cpu_timeline: bool = False,
                    netns: list[str | None] | None = None) -> list[Finished]:
     """Run generator processes side by side (a Locust master and its workers) until every one has
     ended, bounded in time; one Finished each, in order.
 
     CPU time comes from wait4's rusage of each finished child, so it is exact and costs nothing
     while the generators run; with cpu_timeline, each one's CPU is also sampled once a second (for
-    per-step figures). Past the deadline, or on any exception, all of them are killed. env: extra
-    environment for all, or one per process; netns: a network namespace per process (None: this
-    machine's own).
+    per-step figures). Past the deadline, or on any exception, all of them are killed. netns: a
+    network namespace per process (None: this machine's own).
     """
     from ..procs import spawn
     started = time.monotonic()
-    envs = env if isinstance(env, list) else [env] * len(argvs)
-    procs = [spawn(argv, log_path=log, cpus=cpus, env=None if e is None else {**os.environ, **e}, netns=ns)
-             for argv, log, e, ns in zip(argvs, log_paths, envs, netns or [None] * len(argvs))]
+    procs = [spawn(argv, log_path=log, cpus=cpus, env=None if env is None else {**os.environ, **env}, netns=ns)
+             for argv, log, ns in zip(argvs, log_paths, netns or [None] * len(argvs))]
     timelines: list[list[tuple[float, float]]] = [[] for _ in procs]
     done: dict[int, Finished] = {}
     next_sample = 0.0

@@ -160,11 +160,8 @@ class LocustDriver(Driver):
         argvs = command_lines(locust, spec, json_out)
         logs = self.files(spec, *(f"{'master' if i == 0 and len(argvs) > 1 else f'worker{i}' if i else 'main'}.log"
                                   for i in range(len(argvs))))
-        # workers on a host of their own reach the server at that host's link to it
-        worker_cfg = {**cfg, "host": f"http://{spec.workers_host or spec.host}:{spec.port}"}
-        envs = [{"BENCH_LOCUST": json.dumps(cfg if i == 0 else worker_cfg)} for i in range(len(argvs))]
         finished = run_generators(argvs, logs, deadline_s=ramp.duration_s + 2 * spec.timeout_s + 90,
-                                  cpus=spec.cpus, env=envs, cpu_timeline=True,
+                                  cpus=spec.cpus, env={"BENCH_LOCUST": json.dumps(cfg)}, cpu_timeline=True,
                                   netns=[None] + [spec.workers_netns] * (len(argvs) - 1))
         bad = [(f, log) for f, log in zip(finished, logs) if f.exit_code not in (0, 1)]
         if bad or not out.exists() or not json_out.exists():
