@@ -22,7 +22,7 @@ from .httpclient import request
 from .jdk import Jdk, find_jdk
 from .jvm import jvm_options
 from .plan import Settings, pool_env
-from .procs import ensure_port_free, is_loopback, log_tail, netns_listeners, public_listeners
+from .procs import ensure_port_free, listening_beyond, log_tail
 from .runtimes import LaunchSpec, Runtime, Server
 from .schema import MiB
 from .topology import LOCAL, Network, Topology, stale_namespaces
@@ -191,8 +191,7 @@ class Environment:
         try:
             startup = wait_ready(server, port, fw.health_path, s.start_timeout_s, t0, host)
             usage = server.usage()
-            exposed = ([a for a in netns_listeners(server.pid) if not is_loopback(a.rpartition(":")[0])
-                        and a.rpartition(":")[0] != host] if netns else public_listeners(server.pid))
+            exposed = listening_beyond(server.pid, [host], bool(netns))
             if exposed:
                 raise TargetFailed(f"listens beyond {host} on {', '.join(exposed)}: every listener must "
                                    f"bind BIND_ADDRESS (see frameworks/CONTRACT.md)")

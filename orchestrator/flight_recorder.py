@@ -15,17 +15,16 @@ reads the JDK's jdk.ExecutionSample events.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import subprocess
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
 from . import STATE_DIR, procs
 from .errors import BenchError
+from .tools import compiled
 
 SOURCE = Path(__file__).with_name("jfr") / "JfrEvidence.java"
 CONVERTER = "tools.profiler:jfr-converter:4.5"
@@ -66,19 +65,8 @@ def _jcmd(jdk_home: Path, pid: int, args: list[str], cpus: str) -> str:
 
 def _compiled(jdk_home: Path) -> Path:
     """JfrEvidence compiled by this JDK, once per source and JDK."""
-    key = hashlib.sha256(SOURCE.read_bytes() + str(jdk_home.resolve()).encode()).hexdigest()[:16]
-    out = STATE_DIR / "tools" / f"jfr-evidence-{key}"
-    if not (out / "JfrEvidence.class").exists():
-        tmp = out.with_name(out.name + f".tmp{time.monotonic_ns()}")
-        done = subprocess.run([str(jdk_home / "bin" / "javac"), "-d", str(tmp), str(SOURCE)],
-                              capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            raise BenchError(f"could not compile {SOURCE}: {done.stderr.strip()[-500:]}")
-        if out.exists():   # another run compiled it meanwhile
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            tmp.replace(out)
-    return out
+    return compiled("jfr-evidence", SOURCE, [str(jdk_home / "bin" / "javac"), "-d", "{out}", str(SOURCE)],
+                    extra_key=str(jdk_home.resolve()))
 
 
 def evidence(jdk_home: Path, path: Path, windows: list[tuple[float, float]], cpus: str) -> list[dict]:

@@ -20,7 +20,7 @@ import psutil
 
 from . import REPO_ROOT, STATE_DIR
 from .errors import BenchError
-from .procs import ensure_port_free, log_tail, netns_listeners, public_listeners, require_tool, spawn, stop_pid
+from .procs import ensure_port_free, listening_beyond, log_tail, require_tool, spawn, stop_pid
 from .scenarios import REDIS_SEED, SEED_ROWS
 
 APT_LINE = "apt-get install -y redis-server mariadb-server"
@@ -271,7 +271,8 @@ def start(redis_port: int, db_port: int, cpus: str | None, outlive: bool = False
         (Path(infra.data_dir) / OWNER_FILE).write_text("infra-up" if outlive else str(os.getpid()))
         _start_redis(infra, launcher)
         _start_mariadb(infra, launcher)
-        exposed = {name: beyond(pid, placement) for name, pid in infra.pids.items()}
+        exposed = {name: listening_beyond(pid, placement.binds(), bool(placement.netns))
+                   for name, pid in infra.pids.items()}
         exposed = {k: v for k, v in exposed.items() if v}
         if exposed:
             raise BenchError(f"infrastructure listens beyond {', '.join(placement.binds())}: {exposed}")
@@ -279,13 +280,6 @@ def start(redis_port: int, db_port: int, cpus: str | None, outlive: bool = False
         stop(infra)
         raise
     return infra
-
-
-def beyond(pid: int, placement: Placement) -> list[str]:
-    """Listeners of the data services on any address but the ones they were placed on."""
-    if not placement.netns:
-        return public_listeners(pid)
-    return [a for a in netns_listeners(pid) if a.rpartition(":")[0] not in placement.binds()]
 
 
 def stop(infra: Infra) -> None:

@@ -17,7 +17,6 @@ from .documents import Document
 from .errors import UsageError
 from .profiles import Profile
 from .scenarios import SCENARIOS
-from .topology import Topology
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
 
@@ -34,7 +33,7 @@ class Preset:
     fresh_jvm_per_scenario: bool = False  # its tables crown RSS or threads: no scenario inherits another's
     source: str = ""
     claims: tuple[dict, ...] = ()        # the study's claims with the evidence that tests each (claims.py)
-    topology: Topology | None = None     # where the study ran its server and database (topology.py)
+    topology: topology.Topology | None = None   # where the study ran its server and database
 
     def settings(self, cpus_given: bool) -> dict:
         """The run settings the study used, for the options the user left out. CPUs go as a pair: a

@@ -174,6 +174,15 @@ def netns_listeners(pid: int) -> list[str]:
     return sorted(set(found))
 
 
+def listening_beyond(pid: int, allowed: list[str], own_namespace: bool) -> list[str]:
+    """Listeners of pid on anything but loopback and the allowed addresses. In a namespace of its own
+    the namespace's table is read (every listener in it is the run's); else psutil's, by process."""
+    if not own_namespace:
+        return [a for a in public_listeners(pid) if a.rpartition(":")[0] not in allowed]
+    return [a for a in netns_listeners(pid)
+            if not is_loopback(a.rpartition(":")[0]) and a.rpartition(":")[0] not in allowed]
+
+
 def ensure_port_free(port: int, what: str) -> None:
     """UsageError naming the owner when something listens on the port.
 

@@ -16,7 +16,6 @@ not assumed (`measure_rtt`).
 """
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import os
 import re
@@ -33,6 +32,7 @@ from pathlib import Path
 from .documents import Document
 from .errors import BenchError, UsageError
 from .procs import in_netns, log_tail, pinned, require_tool, spawn, stop
+from .tools import compiled
 
 LOCAL = "local"
 RANGE = ipaddress.ip_network("198.18.0.0/15")
@@ -243,18 +243,8 @@ WIRE_SOURCE = Path(__file__).resolve().parent / "wire" / "delay_wire.c"
 
 def wire_binary() -> Path:
     """delay_wire compiled with the system's C compiler, once per source."""
-    from . import STATE_DIR
-    key = hashlib.sha256(WIRE_SOURCE.read_bytes()).hexdigest()[:16]
-    out = STATE_DIR / "tools" / f"delay_wire-{key}"
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-        cc = require_tool("cc", "apt-get install gcc")
-        done = subprocess.run([cc, "-O2", "-Wall", "-o", str(tmp), str(WIRE_SOURCE)], capture_output=True, text=True)
-        if done.returncode != 0:
-            raise BenchError(f"could not compile {WIRE_SOURCE}: {done.stderr.strip()[-500:]}")
-        tmp.replace(out)
-    return out
+    cc = require_tool("cc", "apt-get install gcc")
+    return compiled("delay_wire", WIRE_SOURCE, [cc, "-O2", "-Wall", "-o", "{out}", str(WIRE_SOURCE)])
 
 
 @dataclass
