@@ -46,7 +46,7 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
                             timeout_s=s.request_timeout_s, out_dir=out_dir / "warmup",
                             concurrency=p.warmup_connections(concurrency), duration_s=p.warmup_s,
                             rate=p.warmup_rate(rate), **environment.load_placement())
-    warm = warm_up(p.warmup_s, p.warmup_max_s, spec, started.server.pid)
+    warm = warm_up(p.warmup_s, p.warmup_max_s, spec, started.server)
     load = replace(spec, concurrency=concurrency, duration_s=p.duration_s, requests=p.requests, rate=rate,
                    ramp=p.ramp, out_dir=out_dir)
     base = {**base, "warmup_s": warm.spent_s, "warmup_windows": len(warm.windows)}

@@ -1,10 +1,19 @@
 """The Docker engine: one client, a clear line when none answers, and the one way bench starts a
-container (targets, Redis, MariaDB): host network, a non-root user, pinned CPUs, labels."""
+container (targets, Redis, MariaDB): host network, a non-root user, pinned CPUs, labels.
+
+DOCKER_HOST may name another machine's engine (tcp:// or ssh://): the targets then run on that
+machine while the load, Redis and MariaDB stay on this one, and the images, built here, are
+shipped to it (no registry is needed)."""
 from __future__ import annotations
 
 import functools
+import ipaddress
+import os
+import socket
+import time
+import urllib.parse
 
-from .errors import MissingTool
+from .errors import MissingTool, UsageError
 
 HOW = ("install it with `apt-get install -y docker.io` and start it with "
        "`dockerd --iptables=false --bridge=none &` (or point DOCKER_HOST at an engine)")
@@ -30,6 +39,90 @@ def client():
         return c
     except Exception as e:  # noqa: BLE001 - any failure here means "no engine"
         raise MissingTool(f"no Docker engine answers ({type(e).__name__}); {HOW}") from None
+
+
+@functools.lru_cache(maxsize=1)
+def remote_address() -> str | None:
+    """The address of the machine whose engine DOCKER_HOST names, when that is not this machine;
+    None for a local socket or a loopback address."""
+    url = os.environ.get("DOCKER_HOST", "")
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("tcp", "ssh", "http", "https") or not parts.hostname:
+        return None
+    try:
+        address = socket.gethostbyname(parts.hostname)
+    except OSError:
+        raise UsageError(f"DOCKER_HOST={url}: {parts.hostname} does not resolve") from None
+    return None if ipaddress.ip_address(address).is_loopback else address
+
+
+def engine_port() -> int:
+    """The TCP port the remote engine answers on (its API, or ssh's), for round-trip probes."""
+    parts = urllib.parse.urlsplit(os.environ.get("DOCKER_HOST", ""))
+    return parts.port or {"ssh": 22, "https": 2376}.get(parts.scheme, 2375)
+
+
+def address_toward(address: str) -> str:
+    """This machine's address on the route to address (a UDP socket's connect sends nothing)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect((address, 9))
+        return s.getsockname()[0]
+
+
+def round_trip_ms(address: str, port: int, probes: int = 10) -> float:
+    """Median time of a TCP handshake to an open port: one round trip, measured, not configured."""
+    times = []
+    for _ in range(probes):
+        t0 = time.perf_counter()
+        with socket.create_connection((address, port), timeout=5):
+            times.append((time.perf_counter() - t0) * 1000)
+    return sorted(times)[len(times) // 2]
+
+
+def describe_remote() -> dict | None:
+    """run.json's record of the remote engine's machine (None when the engine is this machine's):
+    what the engine reports of it and the round trip to it, probed now."""
+    address = remote_address()
+    if not address:
+        return None
+    info = client().info()
+    return {"docker_host": os.environ["DOCKER_HOST"], "address": address, "this_machine": address_toward(address),
+            "name": info.get("Name"), "cpus": info.get("NCPU"), "memory_gb": round(info.get("MemTotal", 0) / 2**30, 1),
+            "kernel": info.get("KernelVersion"), "os": info.get("OperatingSystem"),
+            "engine_version": info.get("ServerVersion"), "rtt_ms": round(round_trip_ms(address, engine_port()), 3)}
+
+
+@functools.lru_cache(maxsize=1)
+def local_client():
+    """The engine on this machine's own socket, or None: where images are built for a remote engine."""
+    import docker
+    try:
+        c = docker.DockerClient(base_url="unix:///var/run/docker.sock", timeout=120)
+        c.ping()
+        return c
+    except Exception:  # noqa: BLE001 - none here: a remote engine then builds its images itself
+        return None
+
+
+def builder():
+    """The engine images are built on: this machine's when DOCKER_HOST names a remote one and this
+    machine has an engine too (the images are then shipped), else the run's."""
+    return (remote_address() and local_client()) or client()
+
+
+def ship(tag: str) -> bool:
+    """Copy an image built here to the remote engine if it lacks it; True when one was copied."""
+    import docker.errors
+    source, target = builder(), client()
+    if source is target:
+        return False
+    try:
+        target.images.get(tag)
+        return False
+    except docker.errors.ImageNotFound:
+        pass
+    target.images.load(source.images.get(tag).save(named=True))
+    return True
 
 
 def run_container(image: str, argv: list[str], *, cpus: str, labels: dict[str, str], **options):

@@ -22,7 +22,8 @@ from .httpclient import request
 from .jdk import Jdk, find_jdk
 from .jvm import jvm_options
 from .plan import Settings, pool_env
-from .procs import ensure_port_free, listening_beyond, log_tail
+from .docker_engine import address_toward
+from .procs import ensure_port_free, log_tail
 from .runtimes import LaunchSpec, Runtime, Server
 from .schema import MiB
 from .topology import LOCAL, Network, Topology, stale_namespaces
@@ -84,8 +85,11 @@ class Environment:
 
     @property
     def server_host(self) -> str:
-        """The address the load generator and the probes reach the target at."""
-        return self.net.address(self.topology.server, LOCAL) if self.net else "127.0.0.1"
+        """The address the load generator and the probes reach the target at: its namespace's, a
+        remote engine's machine's, or loopback."""
+        if self.net:
+            return self.net.address(self.topology.server, LOCAL)
+        return self.runtime.host or "127.0.0.1"
 
     @property
     def server_netns(self) -> str | None:
@@ -109,10 +113,10 @@ class Environment:
             net.down()
 
     def load_placement(self) -> dict:
-        """Where the load comes from: LoadSpec's fields for the server's address and, when the topology
-        puts Locust's workers on a host of their own, theirs."""
+        """Where the load goes and comes from: LoadSpec's fields for the server's address (in a topology,
+        or on a remote engine) and, when the topology puts Locust's workers on a host of their own, theirs."""
         if not self.net:
-            return {}
+            return {"host": self.server_host} if self.runtime.host else {}
         t, out = self.topology, {"host": self.server_host}
         if t.workers != LOCAL:
             # the server answers at one address, which the workers' host reaches over its own link
@@ -120,7 +124,10 @@ class Environment:
         return out
 
     def placement(self) -> infra_mod.Placement | None:
-        """Where the data services run in this run's network."""
+        """Where the data services run in this run's network: for targets on a remote engine, here,
+        reached over this machine's address toward that one."""
+        if self.runtime.host:
+            return infra_mod.Placement(serve_host=address_toward(self.runtime.host), client_host=self.runtime.host)
         if not self.net:
             return None
         t = self.topology
@@ -150,6 +157,8 @@ class Environment:
                     self.console.print(f"[red]build failed[/] {fw.name}: {e.reason.splitlines()[0]}")
         if self.settings.runtime == "docker":
             self.build_images()
+            if self.runtime.host:
+                self.ship_images()
 
     def build_images(self) -> None:
         """Images for the docker runtime: the bases (bootstrapped once), then one per built artifact."""
@@ -164,9 +173,21 @@ class Environment:
                 self.build_failures[name] = f"image build failed: {e}"
                 self.console.print(f"[red]image build failed[/] {name}: {str(e).splitlines()[0]}")
 
+    def ship_images(self) -> None:
+        """The images built here, onto the remote engine that lacks them (no registry between)."""
+        from .docker_engine import ship
+        for name, tag in self.runtime.images.items():
+            with self.console.status(f"shipping {tag} to the engine at {self.runtime.host}"):
+                t0 = time.monotonic()
+                if ship(tag):
+                    self.console.print(f"shipped {tag} to {self.runtime.host} in {time.monotonic() - t0:.1f} s")
+
     def infra(self):
+        """Redis and MariaDB for a run: on this machine (as processes when the targets run on a remote
+        engine, which reaches them over the network), else in the run's runtime."""
         s = self.settings
-        return infra_mod.for_run(s.redis_port, s.db_port, s.loadgen_cpus, runtime=s.runtime, images=self.infra_images,
+        runtime = "process" if self.runtime.host else s.runtime
+        return infra_mod.for_run(s.redis_port, s.db_port, s.loadgen_cpus, runtime=runtime, images=self.infra_images,
                                  placement=self.placement())
 
     def _launch(self, target: Target, port: int, cpus: str, env: dict[str, str], run_id: str) -> Started:
@@ -175,7 +196,7 @@ class Environment:
             raise TargetFailed(self.build_failures[fw.name])
         netns, host = self.server_netns, self.server_host
         try:
-            if not netns:
+            if not netns and not self.runtime.host:
                 ensure_port_free(port, target.id)
         except UsageError as e:
             raise TargetFailed(str(e)) from None
@@ -190,8 +211,8 @@ class Environment:
         server = self.runtime.start(spec, self.jdk.java)
         try:
             startup = wait_ready(server, port, fw.health_path, s.start_timeout_s, t0, host)
-            usage = server.usage()
-            exposed = listening_beyond(server.pid, [host], bool(netns))
+            usage = server.usage_after(time.time())
+            exposed = server.listeners_beyond([host], bool(netns))
             if exposed:
                 raise TargetFailed(f"listens beyond {host} on {', '.join(exposed)}: every listener must "
                                    f"bind BIND_ADDRESS (see frameworks/CONTRACT.md)")
@@ -230,9 +251,10 @@ class Environment:
         s = self.settings
         if not self.topology.single_host:
             return   # the target and the data services listen in namespaces of their own
-        ensure_port_free(s.port, "the target")
-        if any(t.framework.backend for t in targets):
-            ensure_port_free(s.port + 1, "the gateway's backend")
+        if not self.runtime.host:   # else the targets listen on the remote engine's machine
+            ensure_port_free(s.port, "the target")
+            if any(t.framework.backend for t in targets):
+                ensure_port_free(s.port + 1, "the gateway's backend")
         if not shared_infra:
             ensure_port_free(s.redis_port, "Redis")
             ensure_port_free(s.db_port, "MariaDB")

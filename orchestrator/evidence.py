@@ -66,7 +66,8 @@ class Probe:
     A backend that does not answer is left out of that reading (its figures of the window are then
     empty), never guessed: the cell's own failure handling reports a dead backend."""
 
-    def __init__(self, infra, server_pid: int | str = "self"):
+    def __init__(self, infra, server_pid: int | str | None = "self"):
+        """server_pid: whose namespace's TCP counters to read; None: none (a server on another machine)."""
         self.infra, self.server_pid = infra, server_pid
         self._redis = self._db = None
 
@@ -91,7 +92,7 @@ class Probe:
 
     def read(self) -> Reading:
         try:
-            counters = tcp_counters(self.server_pid)
+            counters = tcp_counters(self.server_pid) if self.server_pid is not None else {}
         except OSError:   # the server exited: its namespace's counters went with it; the cell fails anyway
             counters = {}
         clients = connections = running = None

@@ -114,7 +114,7 @@ class CellRecorder:
     recording that fails (no attach, an unreadable file) leaves them null too, with the reason in
     jfr_error; the measurement itself stands, so the row is not flagged."""
 
-    def __init__(self, jdk_home: Path, pid: int, folder: Path, run_dir: Path, cpus: str, on: bool):
+    def __init__(self, jdk_home: Path, pid: int | None, folder: Path, run_dir: Path, cpus: str, on: bool):
         self.jdk_home, self.pid, self.folder, self.run_dir, self.cpus, self.on = jdk_home, pid, folder, run_dir, cpus, on
         self.failures: dict[str, str] = {}
 
@@ -124,6 +124,10 @@ class CellRecorder:
             yield
             return
         path = self.folder / f"{name}.jfr"
+        if self.pid is None:
+            self.failures[name] = "the target runs on a remote Docker engine: jcmd cannot attach to it from here"
+            yield
+            return
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             path.unlink(missing_ok=True)

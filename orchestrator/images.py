@@ -8,7 +8,8 @@ pulled (or with --offline), `bootstrap` makes them here, once:
     bench-base/redis:bookworm    Debian's redis-server on that base (apt inside `docker build`)
     bench-base/mariadb:bookworm  Debian's mariadb-server on that base
 
-Each image carries the label bench.made-by saying how it was made (`bench images list`).
+Each image carries the label bench.made-by saying how it was made (`bench images list`). With
+DOCKER_HOST naming another machine's engine, they are built on this machine's and shipped there.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from . import REPO_ROOT
 from .catalog import Framework, Target
-from .docker_engine import client
+from .docker_engine import builder, client
 from .errors import BenchError, MissingTool
 from .jdk import Jdk
 from .jvm import command_line
@@ -66,7 +67,7 @@ class Bases:
 def exists(tag: str) -> bool:
     import docker.errors
     try:
-        client().images.get(tag)
+        builder().images.get(tag)
         return True
     except docker.errors.ImageNotFound:
         return False
@@ -74,7 +75,7 @@ def exists(tag: str) -> bool:
 
 def _pull(tag: str) -> bool:
     try:
-        client().images.pull(tag)
+        builder().images.pull(tag)
         return True
     except Exception:  # noqa: BLE001 - no registry: the pull fails at DNS
         return False
@@ -99,7 +100,7 @@ def _build(context: Path, dockerfile: Path, tag: str, base: str, made_by: str, l
     import docker.errors
     log(f"building {tag} (docker build {dockerfile.name}, FROM {base})")
     try:
-        client().images.build(path=str(context), dockerfile=str(dockerfile), tag=tag, network_mode="host",
+        builder().images.build(path=str(context), dockerfile=str(dockerfile), tag=tag, network_mode="host",
                               buildargs={"BASE_IMAGE": base, **(args or {})}, labels={MADE_BY: made_by},
                               rm=True, forcerm=True)
     except docker.errors.BuildError as e:
@@ -134,7 +135,7 @@ def bootstrap_debian(log) -> None:
         tar = Path(tmp) / "rootfs.tar"
         with tarfile.open(tar, "w") as t:
             t.add(root, arcname=".")
-        client().api.import_image(src=str(tar), repository=DEBIAN.split(":")[0], tag=DEBIAN.split(":")[1],
+        builder().api.import_image(src=str(tar), repository=DEBIAN.split(":")[0], tag=DEBIAN.split(":")[1],
                                   changes=[f'LABEL {MADE_BY}="debootstrap --variant=minbase bookworm {mirror}"',
                                            'CMD ["bash"]'])
 

@@ -340,11 +340,12 @@ def clear_state() -> None:
 def for_run(redis_port: int, db_port: int, cpus: str | None, runtime: str = "process",
             images: dict[str, str] | None = None, placement: Placement | None = None):
     """The infrastructure a run uses: the one `bench infra up` started (on this machine's loopback,
-    so not for a run that places the data services elsewhere), or its own, stopped at the end.
+    so not for a run that places the data services elsewhere or serves a remote target), or its
+    own, stopped at the end.
 
     Yields a one-element list so that a run can swap in a restarted infrastructure.
     """
-    shared = load_state() if not (placement and placement.netns) else None
+    shared = load_state() if (placement or Placement()) == Placement() else None
     if shared is not None:
         yield [shared]
         return

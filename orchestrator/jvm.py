@@ -85,9 +85,13 @@ def _namespace_pid(pid: int) -> int:
 
 def read_perfdata(path: Path) -> dict[str, int | str]:
     """All long and string counters of an hsperfdata file, by name."""
-    data = path.read_bytes()
+    return parse_perfdata(path.read_bytes())
+
+
+def parse_perfdata(data: bytes) -> dict[str, int | str]:
+    """All long and string counters of an hsperfdata file's bytes, by name."""
     if data[:4] != b"\xca\xfe\xc0\xc0":
-        raise ValueError(f"{path}: not an hsperfdata file")
+        raise ValueError("not an hsperfdata file")
     order = "<" if data[4] == 1 else ">"
     entry_offset, num_entries = struct.unpack_from(order + "ii", data, 24)
     out: dict[str, int | str] = {}
@@ -111,8 +115,16 @@ def read_counters(pid: int) -> JvmCounters | None:
     if path is None:
         return None
     try:
-        c = read_perfdata(path)
-    except (OSError, ValueError, struct.error):
+        return counters_of(path.read_bytes())
+    except OSError:
+        return None
+
+
+def counters_of(data: bytes) -> JvmCounters | None:
+    """The JvmCounters of an hsperfdata file's bytes; None if they are not one (or a torn read)."""
+    try:
+        c = parse_perfdata(data)
+    except (ValueError, struct.error):
         return None
     freq = c.get("sun.os.hrt.frequency") or 1_000_000_000
     count = ticks = 0

@@ -106,7 +106,14 @@ def verdicts(df: pd.DataFrame, scenario: str, order: list[str], meta: dict, metr
 
 def describe(meta: dict) -> str | None:
     """Where the run's server and data services ran, each link's shape and its round trip as probed."""
-    net = meta.get("network")
+    net, engine = meta.get("network"), meta.get("docker_engine")
+    if engine:
+        return (f"The targets ran on a remote Docker engine ({engine['docker_host']}: {engine['name']}, "
+                f"{engine['cpus']} CPUs, {engine['memory_gb']:g} GiB, {engine['os']}, kernel {engine['kernel']}) "
+                f"at {engine['address']}; the load generator, Redis and MariaDB on this machine "
+                f"({engine['this_machine']}), {fmt(engine['rtt_ms'], 'ms')} away (median of 10 TCP handshakes "
+                f"with the engine's port at the start). Out of this machine's sight there: no JFR, no thread "
+                f"dumps, no kernel TCP counters; CPU, memory and threads from the stats API once a second.")
     if not net:
         return None
     topo = Topology.from_dict(net["topology"])

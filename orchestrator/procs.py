@@ -154,33 +154,44 @@ def public_listeners(pid: int) -> list[str]:
 def netns_listeners(pid: int) -> list[str]:
     """Every listening TCP socket of the network namespace pid runs in, as address:port. psutil reads
     this machine's own table only; a namespace of topology.py holds nothing but the run's servers."""
-    found = []
-    for name, family in (("tcp", 4), ("tcp6", 6)):
+    tables = []
+    for name in ("tcp", "tcp6"):
         try:
-            lines = Path(f"/proc/{pid}/net/{name}").read_text().splitlines()[1:]
+            tables.append(Path(f"/proc/{pid}/net/{name}").read_text())
         except OSError:
             continue
-        for line in lines:
-            local, state = line.split()[1], line.split()[3]
-            if state != "0A":   # LISTEN
-                continue
-            hex_ip, hex_port = local.split(":")
-            raw = bytes.fromhex(hex_ip)
-            # /proc prints each 32-bit word in host (little-endian) order
-            raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
-            ip = ipaddress.ip_address(raw)
-            ip = ip.ipv4_mapped or ip if ip.version == 6 else ip   # a dual-stack JVM's IPv4 bind
-            found.append(f"{ip}:{int(hex_port, 16)}")
+    return table_listeners("\n".join(tables))
+
+
+def table_listeners(table: str, inodes: set[str] | None = None) -> list[str]:
+    """The listening sockets of /proc/net/tcp and tcp6 text (header lines are skipped), as
+    address:port; only those whose inode is in inodes, when given."""
+    found = []
+    for line in table.splitlines():
+        fields = line.split()
+        if len(fields) < 10 or fields[3] != "0A" or ":" not in fields[1]:   # 0A: LISTEN
+            continue
+        if inodes is not None and fields[9] not in inodes:
+            continue
+        hex_ip, hex_port = fields[1].split(":")
+        raw = bytes.fromhex(hex_ip)
+        # /proc prints each 32-bit word in host (little-endian) order
+        raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+        ip = ipaddress.ip_address(raw)
+        ip = ip.ipv4_mapped or ip if ip.version == 6 else ip   # a dual-stack JVM's IPv4 bind
+        found.append(f"{ip}:{int(hex_port, 16)}")
     return sorted(set(found))
+
+
+def beyond(listeners: list[str], allowed: list[str]) -> list[str]:
+    """The listeners bound to neither loopback nor an allowed address."""
+    return [a for a in listeners if not is_loopback(a.rpartition(":")[0]) and a.rpartition(":")[0] not in allowed]
 
 
 def listening_beyond(pid: int, allowed: list[str], own_namespace: bool) -> list[str]:
     """Listeners of pid on anything but loopback and the allowed addresses. In a namespace of its own
     the namespace's table is read (every listener in it is the run's); else psutil's, by process."""
-    if not own_namespace:
-        return [a for a in public_listeners(pid) if a.rpartition(":")[0] not in allowed]
-    return [a for a in netns_listeners(pid)
-            if not is_loopback(a.rpartition(":")[0]) and a.rpartition(":")[0] not in allowed]
+    return beyond(netns_listeners(pid) if own_namespace else public_listeners(pid), allowed)
 
 
 def ensure_port_free(port: int, what: str) -> None:

@@ -29,7 +29,7 @@ from .environment import Environment, Started
 from .errors import TargetFailed
 from .events import Events
 from .hostinfo import git_commit, host_info, tool_versions
-from .jvm import parse_cpus, read_counters
+from .jvm import parse_cpus
 from .plan import Cell, Plan, pool_env
 from .procs import log_tail
 from .results import RunStore, new_run_id
@@ -129,6 +129,9 @@ class Run:
                 # and the highest arrival rate each keeps here: a capacity search's cap
                 "generator_open_ceilings": ceilings(loadgen_cpus=s.loadgen_cpus, key="open_ceiling_rps"),
                 "status": "running"}
+        if self.environment.runtime.host:
+            from .docker_engine import describe_remote
+            meta["docker_engine"] = describe_remote()
         self.store.create(meta)
         return meta
 
@@ -229,8 +232,9 @@ class Run:
 
     def _observe(self, target: Target, started: Started) -> None:
         """The JVM's thread pools and collector after its load, into run.json's parity table."""
-        pools = parity.observe_threads(self.environment.jdk.home / "bin" / "jcmd", started.server.pid)
-        counters = read_counters(started.server.pid)
+        pid = started.server.pid
+        pools = parity.observe_threads(self.environment.jdk.home / "bin" / "jcmd", pid) if pid else {}
+        counters = started.server.counters()
         meta = self.store.meta()
         entry = meta.setdefault("parity", {}).setdefault(target.id, {})
         entry["threads"] = parity.merge_pools(entry.get("threads", {}), pools)

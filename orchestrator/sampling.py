@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 
 from .evidence import COUNTERS, Evidence, Probe, Reading
-from .jvm import parse_cpus, read_counters
+from .jvm import parse_cpus
 from .runtimes import Server
 
 INTERVAL_S = 0.25
@@ -100,13 +100,13 @@ class Sampler:
 
     def _poll(self) -> None:
         u = self.server.usage()
-        if u is None:
-            return
-        gc = read_counters(self.server.pid)
+        if u is None or (u.at is not None and self.timeline and u.at <= self.timeline[-1].epoch_s):
+            return   # exited, or a server read at intervals of its own (a remote engine) has nothing new
+        gc = self.server.counters()
         if gc:
             self.collector = gc.collector
         busy, total = cpu_ticks(self.cpus)
-        self.timeline.append(Point(time.time(), u.cpu_s, u.rss_bytes, max(u.threads, gc.threads if gc else 0),
+        self.timeline.append(Point(u.at or time.time(), u.cpu_s, u.rss_bytes, max(u.threads, gc.threads if gc else 0),
                                    u.container_mem_bytes, gc.gc_count if gc else None,
                                    gc.gc_time_s if gc else None, gc.jit_time_s if gc else None, busy, total,
                                    self.probe.read() if self.probe else None))
@@ -123,6 +123,7 @@ class Sampler:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
+        self.server.usage_after(time.time())   # the last window's edge needs a reading taken after it
         self._poll()
         if self.probe:
             self.probe.close()

@@ -26,7 +26,7 @@ from statistics import median
 
 from . import drivers
 from .checks import littles_law_holds
-from .jvm import read_counters
+from .runtimes import Server
 from .schema import CLIMB, JIT_QUIET, STEADY_WINDOWS
 
 
@@ -70,12 +70,12 @@ def quiet_gap_s(last: drivers.LoadResult | None) -> float:
     return min(5.0, max(1.0, 2 * last.latency_p99 / 1000.0))
 
 
-def _jit_s(pid: int) -> float | None:
-    c = read_counters(pid)
+def _jit_s(server: Server) -> float | None:
+    c = server.counters()
     return c.jit_time_s if c else None
 
 
-def warm_up(window_s: float, max_s: float, spec: drivers.LoadSpec, server_pid: int) -> WarmUp:
+def warm_up(window_s: float, max_s: float, spec: drivers.LoadSpec, server: Server) -> WarmUp:
     """Load in windows of window_s until steady (or max_s is spent), then pause for the quiet gap."""
     if window_s <= 0:
         return WarmUp(0.0, True, ())
@@ -83,9 +83,9 @@ def warm_up(window_s: float, max_s: float, spec: drivers.LoadSpec, server_pid: i
     spent, windows, last = 0.0, [], None
     closed = not spec.rate
     while True:
-        jit0 = _jit_s(server_pid)
+        jit0 = _jit_s(server)
         last = driver.run(replace(spec, duration_s=window_s))
-        jit1 = _jit_s(server_pid)
+        jit1 = _jit_s(server)
         spent += window_s
         windows.append(Window(rps=last.rps,
                               littles_ok=not closed or littles_law_holds(spec.concurrency, last),

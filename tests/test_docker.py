@@ -1,12 +1,17 @@
 """The docker runtime end to end: the fixture target and Redis/MariaDB in containers, real limits."""
 from __future__ import annotations
 
+import ipaddress
+import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pandas as pd
 from rich.console import Console
@@ -16,8 +21,10 @@ from orchestrator.environment import Environment
 from orchestrator.plan import Settings
 from orchestrator.catalog import discover, resolve
 from orchestrator.docker_engine import LABEL_OWNER, client
+from orchestrator.procs import spawn, stop_pid
+from orchestrator.topology import LOCAL, Network, Topology
 
-from conftest import FIXTURES, PORTS, ROOT, bench
+from conftest import FIXTURES, PORTS, ROOT, bench, bench_env, wait_for
 
 pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators, Docker
 
@@ -85,3 +92,79 @@ def test_sigkill_mid_run_then_clean_leaves_no_container(results_dir):
     assert not client().containers.list(all=True, filters=mine)
     kept = pd.read_parquet(next(results_dir.glob("*/measurements.parquet")))
     assert len(kept) >= 1 and (kept["status"] == "ok").all()
+
+
+@pytest.fixture
+def remote_engine():
+    """A second Docker engine on another host: a network namespace of this machine, reached only over
+    its link, with a data root of its own (so it starts without any image). Yields its DOCKER_HOST."""
+    topo = Topology(name="engine-host", server="engine")
+    net = Network(topo, os.getpid(), cpus="0")
+    net.up()
+    root = Path(tempfile.mkdtemp(prefix="bench-engine-"))
+    address = net.address("engine", LOCAL)
+    engine = None
+    try:
+        # on the load CPU: the engine's own work must not land on the server's
+        engine = spawn(["dockerd", "--iptables=false", "--bridge=none", "--ip-masq=false", "--tls=false",
+                        "-H", f"tcp://{address}:2375", "--data-root", str(root / "data"), "--exec-root",
+                        str(root / "exec"), "--pidfile", str(root / "dockerd.pid")],
+                       log_path=root / "dockerd.log", cpus="0", netns=net.namespace("engine"))
+        url = f"tcp://{address}:2375"
+        wait_for(lambda: _answers(url), 90, "the second engine")
+        yield url
+    finally:
+        if engine:
+            engine.terminate()
+            try:
+                engine.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                stop_pid(engine.pid, grace=5)
+        # the engine leaves its namespace handle mounted under its exec root
+        for mount in reversed(Path("/proc/mounts").read_text().splitlines()):
+            if mount.split()[1].startswith(str(root)):
+                subprocess.run(["umount", "-l", mount.split()[1]], check=False)
+        shutil.rmtree(root, ignore_errors=True)
+        net.down()
+
+
+def _answers(url: str) -> bool:
+    import docker
+    try:
+        return bool(docker.DockerClient(base_url=url, timeout=5).ping())
+    except Exception:  # noqa: BLE001 - not up yet
+        return False
+
+
+def test_targets_on_a_remote_engine_are_loaded_from_here(results_dir, remote_engine):
+    import docker
+    remote = docker.DockerClient(base_url=remote_engine)
+    assert not remote.images.list()   # it gets its images from this machine's engine
+    env = bench_env(DOCKER_HOST=remote_engine)
+    r = bench("run", "-f", "fixture:ok,fixture:exposed", "-s", "json,sleep", "-c", "8", "--warmup", "1s", "-d", "2s",
+              "--jfr", "--results-dir", str(results_dir), *DOCKER, *PORTS, env=env)
+    assert r.returncode == 1, r.stdout + r.stderr   # the exposed target fails its check
+    run = next(results_dir.iterdir())
+    df = pd.read_parquet(run / "measurements.parquet")
+    ok, exposed = df[df["target"] == "fixture:ok"], df[df["target"] == "fixture:exposed"]
+    # the listener check reads the remote container's own sockets: the other target binds every address
+    assert (exposed["status"] == "failed").all() and exposed["reason"].str.contains("listens beyond").all()
+    assert set(ok["runtime"]) == {"docker"} and (ok["status"] == "ok").all() and len(ok) == 2
+    # CPU, threads and memory from the stats API; GC counters from the JVM's file fetched through it
+    assert (ok["server_cpu_s"] > 0).all() and (ok["server_peak_threads"] > 5).all()
+    assert (ok["server_peak_rss_mb"] > 10).all() and (ok["gc_collector"].str.len() > 0).all()
+    assert ok["gc_count"].notna().all() and ok["jfr_error"].str.contains("remote Docker engine").all()
+    sleep = ok[ok["scenario"] == "sleep"].iloc[0]
+    assert 100 <= sleep["latency_p50_ms"] < 200
+    meta = json.loads((run / "run.json").read_text())
+    engine = meta["docker_engine"]
+    address = remote_engine.split("//")[1].split(":")[0]
+    assert engine["address"] == address and ipaddress.ip_address(address) in ipaddress.ip_network("198.18.0.0/15")
+    assert 0 < engine["rtt_ms"] < 5
+    # the JVM ran there: it served at an address that exists only in the engine's namespace
+    assert (ok["rps"] > 0).all() and address not in subprocess.run(["ip", "-o", "addr"], capture_output=True,
+                                                                   text=True).stdout
+    assert any(i.tags and i.tags[0].startswith("bench/fixture:") for i in remote.images.list())
+    assert not remote.containers.list(all=True) and not client().containers.list(all=True, filters={"label": LABEL_OWNER})
+    report = bench("report", run.name, "--results-dir", str(results_dir), env=env)
+    assert report.returncode == 0 and "remote Docker engine" in (run / "report.md").read_text()

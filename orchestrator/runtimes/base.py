@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import abc
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..catalog import Target
+from ..jvm import JvmCounters, read_counters
+from ..procs import listening_beyond
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,7 @@ class Usage:
     rss_bytes: int
     threads: int
     container_mem_bytes: int | None = None
+    at: float | None = None   # the epoch second it was read at, when not the moment of asking
 
 
 class Server(abc.ABC):
@@ -39,8 +43,9 @@ class Server(abc.ABC):
 
     @property
     @abc.abstractmethod
-    def pid(self) -> int:
-        """The JVM's PID as this host sees it (for its counters and for sampling)."""
+    def pid(self) -> int | None:
+        """The JVM's PID as this host sees it (for attaching: JFR, thread dumps, its namespace's TCP
+        counters); None when it runs on another machine."""
 
     @abc.abstractmethod
     def exit_code(self) -> int | None:
@@ -50,6 +55,23 @@ class Server(abc.ABC):
     def usage(self) -> Usage | None:
         """None when the server can no longer be read (it exited)."""
 
+    def usage_after(self, t: float, wait_s: float = 2.5) -> Usage | None:
+        """A reading taken at or after epoch t: for a server read at intervals of its own (a remote
+        engine's, once a second), the next one is waited for, up to wait_s."""
+        u, deadline = self.usage(), time.time() + wait_s
+        while time.time() < deadline and (u.at is not None and u.at < t if u else self.exit_code() is None):
+            time.sleep(0.1)
+            u = self.usage()
+        return u
+
+    def counters(self) -> JvmCounters | None:
+        """The JVM's own counters (hsperfdata: GC, JIT, threads); None when unreadable."""
+        return read_counters(self.pid)
+
+    def listeners_beyond(self, allowed: list[str], own_namespace: bool) -> list[str]:
+        """Its listening sockets bound to neither loopback nor an allowed address."""
+        return listening_beyond(self.pid, allowed, own_namespace)
+
     @abc.abstractmethod
     def stop(self) -> None:
         """SIGTERM, then SIGKILL after a grace period; idempotent."""
@@ -57,6 +79,7 @@ class Server(abc.ABC):
 
 class Runtime(abc.ABC):
     name: str
+    host: str | None = None   # the other machine's address the targets run on; None: this one
 
     @abc.abstractmethod
     def start(self, spec: LaunchSpec, java: str) -> Server:
