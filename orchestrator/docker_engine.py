@@ -34,7 +34,7 @@ def client():
     except ImportError:
         raise MissingTool("the Docker SDK is missing: `pip install docker` (python3 -m orchestrator installs it)") from None
     try:
-        c = docker.from_env(timeout=120)
+        c = docker.from_env(timeout=120, use_ssh_client=True)   # ssh:// through the system's ssh
         c.ping()
         return c
     except Exception as e:  # noqa: BLE001 - any failure here means "no engine"

@@ -111,6 +111,8 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     # The ramp study's "sleep 1 s": the same endpoint, ten times as long.
     Scenario("sleep-1s", "GET", "/sleep?ms=1000", 200, "application/json", {"sleptMs": 1000}, endpoint="sleep"),
     Scenario("cpu", "GET", "/cpu?n=20000", 200, "application/json", {"n": 20000, "primes": 2262}),
+    # The same count with Thread.yield() after each prime: study 003's context-switch experiment.
+    Scenario("cpu-yield", "GET", "/cpu-yield?n=20000", 200, "application/json", {"n": 20000, "primes": 2262}),
     Scenario("redis", "GET", "/redis", 200, "application/json", list(REDIS_SEED.values()),
              backend_work={"redis_commands": 1}),
     DbRead("db-read", "GET", "/db?id=42", 200, "application/json", seeded_row(42), backend_work={"db_selects": 1}),

@@ -119,7 +119,7 @@ BAD_INPUT = [
     (["run", "-f", "fixture", "--runtime", "vm"], {}, "unknown runtime 'vm'; valid: process, docker"),
     (["run", "-f", "fixture", "-p", "soak"], {}, "unknown profile 'soak' (neither a shipped profile nor a .toml "
                                                  "file); valid: burst, capacity, ramp, rate, throughput"),
-    (["run", "--preset", "fastest"], {}, "unknown preset 'fastest'; valid: capacity-at-slo, cpu-and-io-bursts, far-database, gateway-vt-vs-webflux"),
+    (["run", "--preset", "fastest"], {}, "unknown preset 'fastest'; valid: capacity-at-slo, cpu-and-io-bursts, cpu-yield, far-database, gateway-vt-vs-webflux"),
     (["run", "-f", "fixture", "--quick"], {}, "--quick goes with --preset"),
     (["run", "--preset", "redis-frameworks", "-f", "fixture"], {}, "--preset chooses the targets"),
     (["run", "-f", "fixture", "--rate", "100"], {}, "--rate does not apply to the throughput profile"),

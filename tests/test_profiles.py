@@ -22,7 +22,7 @@ def test_every_shipped_preset_resolves_against_the_repo():
     catalog = discover(REPO_ROOT / "frameworks")
     names = set(presets.shipped())
     assert names == {"gateway-vt-vs-webflux", "spring-concurrency-models", "redis-frameworks", "capacity-at-slo",
-                     "mvc-vs-reactive-ramp", "cpu-and-io-bursts", "far-database"}
+                     "mvc-vs-reactive-ramp", "cpu-and-io-bursts", "far-database", "cpu-yield"}
     for name in names:
         full, quick = presets.load(name, catalog), presets.load(name, catalog, quick=True)
         assert full.matrix == quick.matrix and full.profile.kind == quick.profile.kind, name

@@ -7,6 +7,7 @@ import bench.shared.NewItem
 import bench.shared.Primes
 import bench.shared.Slept
 import bench.shared.countPrimes
+import bench.shared.countPrimesYielding
 import org.springframework.context.annotation.Profile
 import org.springframework.data.redis.core.StringRedisTemplate
 import org.springframework.http.HttpStatus
@@ -51,6 +52,15 @@ class BlockingController(private val items: Items, private val redis: StringRedi
     ): ResponseEntity<Primes> {
         val limit = primesN(n)
         return reply(work(report) { Primes(limit, countPrimes(limit)) })
+    }
+
+    @GetMapping("/cpu-yield")
+    fun cpuYield(
+        @RequestParam(required = false) n: String?,
+        @RequestHeader(REPORT_THREAD, required = false) report: String?,
+    ): ResponseEntity<Primes> {
+        val limit = primesN(n)
+        return reply(work(report) { Primes(limit, countPrimesYielding(limit)) })
     }
 
     @GetMapping("/redis")

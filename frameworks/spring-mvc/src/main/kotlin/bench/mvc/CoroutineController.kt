@@ -7,6 +7,7 @@ import bench.shared.NewItem
 import bench.shared.Primes
 import bench.shared.Slept
 import bench.shared.countPrimes
+import bench.shared.countPrimesYielding
 import kotlinx.coroutines.CoroutineDispatcher
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.withContext
@@ -60,6 +61,15 @@ class CoroutineController(
     ): ResponseEntity<Primes> {
         val limit = primesN(n)
         return reply(work(report) { Primes(limit, countPrimes(limit)) })
+    }
+
+    @GetMapping("/cpu-yield")
+    suspend fun cpuYield(
+        @RequestParam(required = false) n: String?,
+        @RequestHeader(REPORT_THREAD, required = false) report: String?,
+    ): ResponseEntity<Primes> {
+        val limit = primesN(n)
+        return reply(work(report) { Primes(limit, countPrimesYielding(limit)) })
     }
 
     @GetMapping("/redis")

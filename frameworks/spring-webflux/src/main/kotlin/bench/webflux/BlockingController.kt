@@ -51,6 +51,13 @@ class BlockingController(private val work: BlockingWork) {
         return work.primes(limit)
     }
 
+    @GetMapping("/cpu-yield")
+    fun cpuYield(@RequestParam n: String?, exchange: ServerWebExchange): Primes {
+        val limit = primesN(n)
+        exchange.reportThread()
+        return work.primesYielding(limit)
+    }
+
     @GetMapping("/redis")
     fun redis(exchange: ServerWebExchange): List<String?> {
         exchange.reportThread()

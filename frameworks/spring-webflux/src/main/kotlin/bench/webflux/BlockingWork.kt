@@ -5,6 +5,7 @@ import bench.shared.NewItem
 import bench.shared.Primes
 import bench.shared.Slept
 import bench.shared.countPrimes
+import bench.shared.countPrimesYielding
 import org.springframework.context.annotation.Profile
 import org.springframework.data.redis.core.StringRedisTemplate
 import org.springframework.stereotype.Component
@@ -23,6 +24,7 @@ class BlockingWork(private val redis: StringRedisTemplate, private val items: Jd
     }
 
     fun primes(n: Int) = Primes(n, countPrimes(n))
+    fun primesYielding(n: Int) = Primes(n, countPrimesYielding(n))
 
     fun redisValues(): List<String?> = redis.opsForValue().multiGet(REDIS_KEYS)!!
 

@@ -7,6 +7,7 @@ import bench.shared.NewItem
 import bench.shared.Primes
 import bench.shared.Slept
 import bench.shared.countPrimes
+import bench.shared.countPrimesYielding
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.reactor.awaitSingle
 import kotlinx.coroutines.reactor.awaitSingleOrNull
@@ -57,6 +58,13 @@ class CoroutineController(
         val limit = primesN(n)
         exchange.reportThread()
         return Primes(limit, countPrimes(limit))
+    }
+
+    @GetMapping("/cpu-yield")
+    suspend fun cpuYield(@RequestParam n: String?, exchange: ServerWebExchange): Primes {
+        val limit = primesN(n)
+        exchange.reportThread()
+        return Primes(limit, countPrimesYielding(limit))
     }
 
     @GetMapping("/redis")

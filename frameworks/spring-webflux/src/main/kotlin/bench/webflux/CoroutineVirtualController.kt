@@ -7,6 +7,7 @@ import bench.shared.NewItem
 import bench.shared.Primes
 import bench.shared.Slept
 import bench.shared.countPrimes
+import bench.shared.countPrimesYielding
 import kotlinx.coroutines.asCoroutineDispatcher
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.withContext
@@ -71,6 +72,12 @@ class CoroutineVirtualController(
     suspend fun cpu(@RequestParam n: String?, exchange: ServerWebExchange): Primes {
         val limit = primesN(n)
         return onVirtualThread(exchange) { Primes(limit, countPrimes(limit)) }
+    }
+
+    @GetMapping("/cpu-yield")
+    suspend fun cpuYield(@RequestParam n: String?, exchange: ServerWebExchange): Primes {
+        val limit = primesN(n)
+        return onVirtualThread(exchange) { Primes(limit, countPrimesYielding(limit)) }
     }
 
     @GetMapping("/redis")

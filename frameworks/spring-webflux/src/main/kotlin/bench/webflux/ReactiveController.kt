@@ -7,6 +7,7 @@ import bench.shared.NewItem
 import bench.shared.Primes
 import bench.shared.Slept
 import bench.shared.countPrimes
+import bench.shared.countPrimesYielding
 import org.springframework.context.annotation.Profile
 import org.springframework.data.redis.core.ReactiveStringRedisTemplate
 import org.springframework.http.MediaType
@@ -57,6 +58,13 @@ class ReactiveController(
     fun cpu(@RequestParam n: String?, exchange: ServerWebExchange): Mono<Primes> {
         val limit = primesN(n)
         return Mono.fromCallable { exchange.reportThread(); Primes(limit, countPrimes(limit)) }
+            .subscribeOn(cpuScheduler)
+    }
+
+    @GetMapping("/cpu-yield")
+    fun cpuYield(@RequestParam n: String?, exchange: ServerWebExchange): Mono<Primes> {
+        val limit = primesN(n)
+        return Mono.fromCallable { exchange.reportThread(); Primes(limit, countPrimesYielding(limit)) }
             .subscribeOn(cpuScheduler)
     }
 
