@@ -30,6 +30,8 @@ MEASURES = {
     "threads-on-cpu": ("platform threads that used >= 1 % of a CPU (Flight Recorder)",
                        lambda r: r["jfr_platform_threads_busy"]),
     "listen-overflows": ("listen-queue overflows counted by the kernel", lambda r: r["tcp_listen_overflows"]),
+    "switches-per-request": ("OS context switches into the server per request (schedstat)",
+                             lambda r: r["server_switches_per_request"]),
 }
 _OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
 _HOLDS = re.compile(r"\s*(>=|<=|>|<)\s*(-?\d+(?:\.\d+)?)\s*")

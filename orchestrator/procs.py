@@ -125,6 +125,24 @@ def listener_on(port: int) -> str | None:
     return None
 
 
+def scheduled_in(pid: int) -> int | None:
+    """How many times the kernel has put pid's live threads on a CPU (the third field of each
+    thread's schedstat): every context switch into the process. None when it is gone."""
+    total, found = 0, False
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[2])
+                found = True
+        except (OSError, IndexError, ValueError):
+            continue   # a thread that ended meanwhile
+    return total if found else None
+
+
 def is_loopback(address: str) -> bool:
     """127.0.0.0/8, ::1, and IPv4 loopback in IPv6 form (::ffff:127.0.0.1, as dual-stack JVMs bind)."""
     ip = ipaddress.ip_address(address.split("%")[0])

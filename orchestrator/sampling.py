@@ -32,6 +32,7 @@ class ServerSample:
     gc_time_s: float | None = None
     collector: str = ""
     jit_time_s: float | None = None
+    switches: float | None = None                # times the server's threads were put on a CPU
     loadgen_cpus_busy_pct: float | None = None   # everything that ran on the load-generator CPUs
     evidence: Evidence | None = None             # the backends' and the kernel's counts (with a probe)
 
@@ -50,6 +51,7 @@ class Point:
     cpus_busy: int
     cpus_total: int
     backends: Reading | None = None
+    switches: int | None = None
 
 
 def cpu_ticks(cpus: set[int]) -> tuple[int, int]:
@@ -109,7 +111,7 @@ class Sampler:
         self.timeline.append(Point(u.at or time.time(), u.cpu_s, u.rss_bytes, max(u.threads, gc.threads if gc else 0),
                                    u.container_mem_bytes, gc.gc_count if gc else None,
                                    gc.gc_time_s if gc else None, gc.jit_time_s if gc else None, busy, total,
-                                   self.probe.read() if self.probe else None))
+                                   self.probe.read() if self.probe else None, u.switches))
 
     def _loop(self) -> None:
         while not self._stop.wait(INTERVAL_S):
@@ -154,6 +156,9 @@ class Sampler:
             out.gc_count = last.gc_count - first.gc_count
             out.gc_time_s = last.gc_time_s - first.gc_time_s
             out.jit_time_s = last.jit_time_s - first.jit_time_s
+        if all(p.switches is not None for p in points):
+            # of live threads: one that ended takes its count along, hence never below zero
+            out.switches = max(0.0, _at(points, t1, lambda p: p.switches) - _at(points, t0, lambda p: p.switches))
         total = _at(points, t1, lambda p: p.cpus_total) - _at(points, t0, lambda p: p.cpus_total)
         if total > 0:
             busy = _at(points, t1, lambda p: p.cpus_busy) - _at(points, t0, lambda p: p.cpus_busy)

@@ -69,6 +69,9 @@ SCHEMA = pa.schema([
     ("container_peak_mem_mb", pa.float64()),
     ("gc_count", pa.int64()), ("gc_time_ms", pa.float64()), ("gc_collector", pa.string()),
     ("jit_time_ms", pa.float64()),   # JIT compilation during the window: near 0 once warmed up
+    # times the kernel put the server's threads on a CPU in the window (each thread's schedstat), per
+    # request: OS context switches into the server; null where the process is out of sight (remote engine)
+    ("server_switches_per_request", pa.float64()),
     ("startup_s", pa.float64()), ("rss_after_start_mb", pa.float64()),
     ("loadgen_cpu_pct", pa.float64()),        # the generator's own processes, in % of one CPU
     ("loadgen_cpus_busy_pct", pa.float64()),  # everything that ran on the load-generator CPUs, in % of them

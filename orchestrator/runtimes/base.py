@@ -34,6 +34,7 @@ class Usage:
     threads: int
     container_mem_bytes: int | None = None
     at: float | None = None   # the epoch second it was read at, when not the moment of asking
+    switches: int | None = None   # times its live threads were put on a CPU (procs.scheduled_in)
 
 
 class Server(abc.ABC):

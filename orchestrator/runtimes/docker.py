@@ -23,7 +23,7 @@ import psutil
 
 from ..docker_engine import LABEL_OWNER, LABEL_RUN, LABEL_TARGET, USER, client, remote_address, run_container
 from ..jvm import JvmCounters, command_line, counters_of
-from ..procs import beyond, table_listeners
+from ..procs import beyond, scheduled_in, table_listeners
 from .base import LaunchSpec, Runtime, Server, Usage
 
 APP_DIR = "/app"
@@ -87,7 +87,7 @@ class DockerServer(Server):
             with p.oneshot():
                 t = p.cpu_times()
                 return Usage(cpu_s=t.user + t.system, rss_bytes=p.memory_info().rss, threads=p.num_threads(),
-                             container_mem_bytes=self._memory)
+                             container_mem_bytes=self._memory, switches=scheduled_in(self._pid))
         except psutil.Error:
             return None
 

@@ -6,7 +6,7 @@ import os
 import psutil
 
 from ..jvm import command_line
-from ..procs import spawn, stop
+from ..procs import scheduled_in, spawn, stop
 from .base import LaunchSpec, Runtime, Server, Usage
 
 
@@ -28,7 +28,7 @@ class ProcessServer(Server):
             with self._ps.oneshot():
                 t = self._ps.cpu_times()
                 return Usage(cpu_s=t.user + t.system, rss_bytes=self._ps.memory_info().rss,
-                             threads=self._ps.num_threads())
+                             threads=self._ps.num_threads(), switches=scheduled_in(self._ps.pid))
         except psutil.Error:
             return None
 
