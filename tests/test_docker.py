@@ -154,6 +154,7 @@ def test_targets_on_a_remote_engine_are_loaded_from_here(results_dir, remote_eng
     assert (ok["server_cpu_s"] > 0).all() and (ok["server_peak_threads"] > 5).all()
     assert (ok["server_peak_rss_mb"] > 10).all() and (ok["gc_collector"].str.len() > 0).all()
     assert ok["gc_count"].notna().all() and ok["jfr_error"].str.contains("remote Docker engine").all()
+    assert ok["server_switches_per_request"].isna().all()   # its threads' schedstat is not in sight
     sleep = ok[ok["scenario"] == "sleep"].iloc[0]
     assert 100 <= sleep["latency_p50_ms"] < 200
     meta = json.loads((run / "run.json").read_text())

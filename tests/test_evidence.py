@@ -53,3 +53,9 @@ def test_the_report_shows_the_counts_beside_the_figures(run_dir):
     md = (run_dir / "report.md").read_text()
     section = md.split("db-read: what the backends and the kernel counted")[1].split("##")[0]
     assert "SELECTs / req" in section and "| vertx:eventloop | 16 |" in section
+
+
+def test_the_server_s_context_switches_are_counted_per_request(cells):
+    # each live thread's schedstat: an event loop answering 16 connections is put on the CPU at least
+    # once per batch it wakes for, and never more than a few times per request
+    assert (cells["server_switches_per_request"] > 0).all() and (cells["server_switches_per_request"] < 20).all()
