@@ -404,6 +404,10 @@ def infra_up(loadgen_cpus: str = LoadgenCpus, redis_port: int = RedisPortOpt, db
     settings = _settings("1", loadgen_cpus, "512m", 8080, redis_port, db_port, runtime, "1g", offline)
     images = {}
     if runtime == "docker":
+        from .docker_engine import remote_address
+        if remote_address():
+            raise UsageError(f"DOCKER_HOST names another machine's engine ({remote_address()}): Redis and MariaDB "
+                             f"for a run stay on this machine; start them with --runtime process")
         from . import images as images_mod
         from .jdk import find_jdk
         bases = images_mod.bases(find_jdk(), offline, console.print)
