@@ -10,9 +10,9 @@ import functools
 import ipaddress
 import os
 import socket
-import time
 import urllib.parse
 
+from . import round_trip
 from .errors import MissingTool, UsageError
 
 HOW = ("install it with `apt-get install -y docker.io` and start it with "
@@ -69,16 +69,6 @@ def address_toward(address: str) -> str:
         return s.getsockname()[0]
 
 
-def round_trip_ms(address: str, port: int, probes: int = 10) -> float:
-    """Median time of a TCP handshake to an open port: one round trip, measured, not configured."""
-    times = []
-    for _ in range(probes):
-        t0 = time.perf_counter()
-        with socket.create_connection((address, port), timeout=5):
-            times.append((time.perf_counter() - t0) * 1000)
-    return sorted(times)[len(times) // 2]
-
-
 def describe_remote() -> dict | None:
     """run.json's record of the remote engine's machine (None when the engine is this machine's):
     what the engine reports of it and the round trip to it, probed now."""
@@ -89,7 +79,7 @@ def describe_remote() -> dict | None:
     return {"docker_host": os.environ["DOCKER_HOST"], "address": address, "this_machine": address_toward(address),
             "name": info.get("Name"), "cpus": info.get("NCPU"), "memory_gb": round(info.get("MemTotal", 0) / 2**30, 1),
             "kernel": info.get("KernelVersion"), "os": info.get("OperatingSystem"),
-            "engine_version": info.get("ServerVersion"), "rtt_ms": round(round_trip_ms(address, engine_port()), 3)}
+            "engine_version": info.get("ServerVersion"), "rtt_ms": round_trip.probe(address, engine_port(), what="the remote engine")["median_ms"]}
 
 
 @functools.lru_cache(maxsize=1)

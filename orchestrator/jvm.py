@@ -83,11 +83,6 @@ def _namespace_pid(pid: int) -> int:
     return pid
 
 
-def read_perfdata(path: Path) -> dict[str, int | str]:
-    """All long and string counters of an hsperfdata file, by name."""
-    return parse_perfdata(path.read_bytes())
-
-
 def parse_perfdata(data: bytes) -> dict[str, int | str]:
     """All long and string counters of an hsperfdata file's bytes, by name."""
     if data[:4] != b"\xca\xfe\xc0\xc0":

@@ -21,17 +21,16 @@ import os
 import re
 import shutil
 import signal
-import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from . import round_trip
 from .documents import Document
 from .errors import BenchError, UsageError
-from .procs import in_netns, log_tail, pinned, require_tool, spawn, stop
+from .procs import log_tail, require_tool, spawn, stop
 from .tools import compiled
 
 LOCAL = "local"
@@ -39,7 +38,6 @@ RANGE = ipaddress.ip_network("198.18.0.0/15")
 NETNS_DIR = Path("/run/netns")
 PREFIX = "bench-"
 HOST_NAME = re.compile(r"[a-z][a-z0-9]{0,11}")
-RTT_PROBES = 10
 
 
 @dataclass(frozen=True)
@@ -371,20 +369,9 @@ class Network:
         return self.probes[-1]["rtt"][link.name]["median_ms"] if link and self.probes else None
 
     def measure_rtt(self) -> dict[str, dict]:
-        """Each link's round trip, probed: TCP connects from one end to a closed port of the other,
-        answered by the kernel's reset (no server needed). Median, min and max of RTT_PROBES, in ms."""
-        out = {}
-        for name, (a, b) in self.ends.items():
-            argv = in_netns(pinned([sys.executable, "-c", _PROBE, b.address, str(RTT_PROBES)], self.cpus),
-                            self.namespace(a.host))
-            r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-            samples = [float(x) for x in r.stdout.split()] if r.returncode == 0 else []
-            if not samples:
-                raise BenchError(f"the round trip of link {name} could not be probed: "
-                                 f"{r.stderr.strip()[-300:] or 'every probe was lost'}")
-            out[name] = {"median_ms": round(statistics.median(samples), 3), "min_ms": round(min(samples), 3),
-                         "max_ms": round(max(samples), 3), "probes": len(samples)}
-        return out
+        """Each link's round trip, probed from one end to a closed port of the other (round_trip.py)."""
+        return {name: round_trip.probe(b.address, what=f"link {name}", netns=self.namespace(a.host), cpus=self.cpus)
+                for name, (a, b) in self.ends.items()}
 
     def down(self) -> None:
         """Stop the wires, remove the namespaces (their processes must be gone) and the links' local ends."""
@@ -417,29 +404,6 @@ class Network:
                                             for lv in self.topology.levels()}}
                           for name, (a, b) in self.ends.items()},
                 "rtt_probes": self.probes}
-
-
-# Run in the probing end's namespace: each connect to a port nothing listens on is refused after one
-# round trip (SYN out, RST back); a connect the link lost times out and is left out.
-_PROBE = """
-import socket, sys, time
-addr, n = sys.argv[1], int(sys.argv[2])
-out = []
-for _ in range(n * 2):
-    if len(out) == n:
-        break
-    s = socket.socket(); s.settimeout(5)
-    t = time.perf_counter()
-    try:
-        s.connect((addr, 9))
-    except ConnectionRefusedError:
-        out.append((time.perf_counter() - t) * 1000)
-    except OSError:
-        pass
-    finally:
-        s.close()
-print(" ".join(f"{x:.3f}" for x in out))
-"""
 
 
 def stale_namespaces() -> list[str]:
