@@ -62,10 +62,13 @@ def _targets(framework: Optional[str], variant: Optional[str], catalog=None):
 
 def _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime="process", memory="1g",
               offline=False, start_timeout="120s", db_pool_size=16, redis_pool_size=16, timeout="30s",
-              fresh_jvm_per_scenario=None, preset=None, jfr=None, topology=None) -> Settings:
+              fresh_jvm_per_scenario=None, preset=None, jfr=None, topology=None, locust_master=None) -> Settings:
     """The options as Settings; those left out take the preset's value, else the default."""
     from .runtimes import RUNTIMES
     topo = topology_mod.load(topology) if topology else preset.topology if preset else None
+    if locust_master:
+        locust_master = "%s:%d" % options.locust_master(locust_master)
+        _check_workers_elsewhere(runtime, topo)
     if topo and not topo.single_host:
         if runtime != "process":
             raise UsageError(f"topology {topo.name} puts the target in a network namespace: that needs "
@@ -83,7 +86,7 @@ def _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtim
     return Settings(runtime=runtime, memory=options.memory(memory), offline=offline,
                     start_timeout_s=options.duration(start_timeout, "--start-timeout"),
                     request_timeout_s=options.duration(timeout, "--timeout"), fresh_jvm_per_scenario=fresh, jfr=jfr,
-                    topology=topo.to_dict() if topo and not topo.single_host else None,
+                    topology=topo.to_dict() if topo and not topo.single_host else None, locust_master=locust_master,
                     server_cpus=options.cpu_list(server_cpus or "1", "--server-cpus"),
                     loadgen_cpus=options.cpu_list(loadgen_cpus or "0", "--loadgen-cpus"),
                     heap=options.heap(heap or "512m"), port=options.port(port, "--port"),
@@ -91,6 +94,19 @@ def _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtim
                     db_port=options.port(db_port, "--db-port"),
                     db_pool_size=options.pool_size(db_pool_size, "--db-pool-size"),
                     redis_pool_size=options.pool_size(redis_pool_size, "--redis-pool-size"))
+
+
+def _check_workers_elsewhere(runtime: str, topo) -> None:
+    """Workers on other machines load the server at its address: one they can reach, the remote
+    engine's, never this machine's loopback."""
+    from .docker_engine import remote_address
+    if runtime != "docker" or not remote_address():
+        raise UsageError("--locust-master: Locust workers on other machines cannot reach a target on this "
+                         "machine's loopback; run the targets on a remote engine (DOCKER_HOST=tcp://ADDRESS:2375 "
+                         "with --runtime docker)")
+    if topo and topo.workers != topology_mod.LOCAL:
+        raise UsageError(f"--locust-master and topology {topo.name} both say where the Locust workers run: "
+                         f"choose one")
 
 
 @app.command("list")
@@ -228,6 +244,10 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
             None, "--topology", help="Where the server and the data services run and the links between them: "
             "a shipped name (orchestrator/topologies/) or a .toml file; default: everything on this machine's "
             "loopback. Needs root (it creates network namespaces)."),
+        locust_master: Optional[str] = typer.Option(
+            None, "--locust-master", help="ramp profile with --workers N and targets on a remote engine: the "
+            "workers run on other machines (`bench locust-worker --master ADDRESS[:PORT]` there) and connect "
+            "to this machine's master at ADDRESS[:PORT] (default port 5557); none start here."),
         resume: Optional[str] = typer.Option(None, "--resume", help="Continue this run id with its own plan."),
         server_cpus: Optional[str] = ServerCpus, loadgen_cpus: Optional[str] = LoadgenCpus,
         heap: Optional[str] = HeapOpt, port: int = PortOpt, redis_port: int = RedisPortOpt,
@@ -263,13 +283,16 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
         prof = _override(prof, concurrency, rate, requests, workers, warmup, warmup_max, duration, repeat, slo)
         settings = _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime, memory, offline,
                              start_timeout, db_pool_size, redis_pool_size, timeout, fresh_jvm_per_scenario, chosen,
-                             jfr, topology)
+                             jfr, topology, locust_master)
         plan = Plan(matrix=matrix, profile=prof, settings=settings, preset=preset,
                     claims=list(chosen.claims) if chosen else [])
         plan.check_served(catalog)
         if plan.topology.workers != topology_mod.LOCAL and not (prof.ramp and prof.ramp.workers):
             raise UsageError(f"topology {plan.topology.name} puts Locust workers on host {plan.topology.workers}: "
                              f"that needs a ramp profile with workers (-p ramp --workers N)")
+        if locust_master and not (prof.ramp and prof.ramp.workers):
+            raise UsageError("--locust-master waits for Locust workers: that needs a ramp profile with workers "
+                             "(-p ramp --workers N)")
         _check_writable(results_dir)
         store = runner.new_store(root=results_dir)
     p = plan.profile
@@ -459,6 +482,31 @@ def images_list() -> None:
     for r in images.listing():
         table.add_row(r["tag"], f"{r['size_mb']:.0f}", r["created"], r["made_by"])
     console.print(table)
+
+
+@app.command("locust-worker")
+def locust_worker_cmd(
+        master: str = typer.Option(..., "--master", help="ADDRESS[:PORT] the run's machine gave as --locust-master "
+                                   "(default port 5557)."),
+        processes: int = typer.Option(1, "--processes", help="Worker processes on this machine (one core each at "
+                                      "most)."),
+        cpus: Optional[str] = typer.Option(None, "--cpus", help="CPUs for the workers (taskset list; default: any)."),
+        idle: str = typer.Option("30m", "--idle", help="Stop after this long without a master."),
+        results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir", help="Its logs go to "
+                                         "locust-worker/<time>/ in here.")) -> None:
+    """Locust workers on this machine for a run on another one (`bench run --locust-master`): they load
+    its targets for each cell's master, until Ctrl-C or --idle without a master."""
+    from .locust_worker import serve
+    address, _, given = master.partition(":")
+    if not address or (given and not given.isdigit()):
+        raise UsageError(f"--master '{master}' must be ADDRESS[:PORT]")
+    if processes < 1:
+        raise UsageError("--processes must be 1 or more")
+    cpus = options.cpu_list(cpus, "--cpus") if cpus else None
+    logs = results_dir / "locust-worker" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    with runner.quiet_sigterm():
+        serve(address, int(given or options.LOCUST_MASTER_PORT), processes, cpus,
+              options.duration(idle, "--idle"), logs, console.print)
 
 
 @app.command()

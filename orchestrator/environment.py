@@ -114,10 +114,15 @@ class Environment:
 
     def load_placement(self) -> dict:
         """Where the load goes and comes from: LoadSpec's fields for the server's address (in a topology,
-        or on a remote engine) and, when the topology puts Locust's workers on a host of their own, theirs."""
+        or on a remote engine) and, when Locust's workers run on a host of the topology's own or on other
+        machines (--locust-master), where their master waits for them."""
+        out = {"host": self.server_host} if self.runtime.host or self.net else {}
+        if self.settings.locust_master:
+            address, port = self.settings.locust_master.split(":")
+            out.update(master_host=address, master_port=int(port), workers_elsewhere=True)
         if not self.net:
-            return {"host": self.server_host} if self.runtime.host else {}
-        t, out = self.topology, {"host": self.server_host}
+            return out
+        t = self.topology
         if t.workers != LOCAL:
             # the server answers at one address, which the workers' host reaches over its own link
             out.update(workers_netns=self.net.namespace(t.workers), master_host=self.net.address(LOCAL, t.workers))

@@ -107,13 +107,20 @@ def verdicts(df: pd.DataFrame, scenario: str, order: list[str], meta: dict, metr
 def describe(meta: dict) -> str | None:
     """Where the run's server and data services ran, each link's shape and its round trip as probed."""
     net, engine = meta.get("network"), meta.get("docker_engine")
+    plan = meta.get("plan", {})
+    master = plan.get("settings", {}).get("locust_master")
     if engine:
+        n = plan["profile"]["ramp"]["workers"] if master else 0
+        workers = (f"; the ramp's {n} Locust worker{'s' * (n != 1)} on other machines (`bench locust-worker` "
+                   f"there), connected to the master here at {master}: their hosts are in each cell's "
+                   f"locust-*.buckets.json" if master else "")
         return (f"The targets ran on a remote Docker engine ({engine['docker_host']}: {engine['name']}, "
                 f"{engine['cpus']} CPUs, {engine['memory_gb']:g} GiB, {engine['os']}, kernel {engine['kernel']}) "
-                f"at {engine['address']}; the load generator, Redis and MariaDB on this machine "
+                f"at {engine['address']}; the {'Locust master' if master else 'load generator'}, Redis and "
+                f"MariaDB on this machine "
                 f"({engine['this_machine']}), {fmt(engine['rtt_ms'], 'ms')} away (median of 10 TCP handshakes "
-                f"with the engine's port at the start). Out of this machine's sight there: no JFR, no thread "
-                f"dumps, no kernel TCP counters; CPU, memory and threads from the stats API once a second.")
+                f"with the engine's port at the start){workers}. Out of this machine's sight there: no JFR, no "
+                f"thread dumps, no kernel TCP counters; CPU, memory and threads from the stats API once a second.")
     if not net:
         return None
     topo = Topology.from_dict(net["topology"])

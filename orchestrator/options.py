@@ -1,7 +1,9 @@
 """Parsing and checking command-line values: one clear UsageError for anything that cannot work."""
 from __future__ import annotations
 
+import ipaddress
 import re
+import socket
 
 import psutil
 
@@ -81,3 +83,28 @@ def port(value: int, what: str) -> int:
         raise UsageError(f"{what} {value} is in this machine's ephemeral port range {lo}-{hi}, where outgoing "
                          f"connections may take it: choose one below {lo}")
     return value
+
+
+LOCUST_MASTER_PORT = 5557   # Locust's own default
+
+
+def locust_master(value: str) -> tuple[str, int]:
+    """--locust-master ADDRESS[:PORT]: an address of this machine, other than loopback, that Locust
+    workers on other machines reach this machine's master at."""
+    address, _, given = value.partition(":")
+    try:
+        ip = ipaddress.IPv4Address(address)
+    except ValueError:
+        raise UsageError(f"--locust-master '{value}' must be an IPv4 address of this machine, with an optional "
+                         f":PORT") from None
+    if ip.is_loopback or ip.is_unspecified:
+        raise UsageError(f"--locust-master {address}: workers on other machines cannot reach this machine at "
+                         f"{address}; give this machine's address on the network they share")
+    with socket.socket() as s:
+        try:
+            s.bind((address, 0))
+        except OSError:
+            raise UsageError(f"--locust-master {address} is not an address of this machine") from None
+    if given and not given.isdigit():
+        raise UsageError(f"--locust-master '{value}': the port must be a number")
+    return address, port(int(given) if given else LOCUST_MASTER_PORT, "--locust-master's port")

@@ -38,6 +38,9 @@ class Settings:
     # Where the server and the data services run and the links between them (topology.py's
     # Topology.to_dict()); None: everything on this machine's loopback
     topology: dict | None = None
+    # "ADDRESS:PORT" of this machine that a ramp's Locust workers on other machines (`bench
+    # locust-worker`) connect to; None: the workers, if any, start here or on the topology's host
+    locust_master: str | None = None
 
 
 def pool_env(s: Settings, target: Target) -> dict[str, str]:

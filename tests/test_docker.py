@@ -21,7 +21,7 @@ from orchestrator.environment import Environment
 from orchestrator.plan import Settings
 from orchestrator.catalog import discover, resolve
 from orchestrator.docker_engine import LABEL_OWNER, client
-from orchestrator.procs import spawn, stop_pid
+from orchestrator.procs import in_netns, spawn, stop_pid
 from orchestrator.topology import LOCAL, Network, Topology
 
 from conftest import FIXTURES, PORTS, ROOT, bench, bench_env, wait_for
@@ -95,9 +95,10 @@ def test_sigkill_mid_run_then_clean_leaves_no_container(results_dir):
 
 
 @pytest.fixture
-def remote_engine():
+def engine_host():
     """A second Docker engine on another host: a network namespace of this machine, reached only over
-    its link, with a data root of its own (so it starts without any image). Yields its DOCKER_HOST."""
+    its link, with a data root of its own (so it starts without any image). Yields (its DOCKER_HOST,
+    the host's namespace, this machine's address toward it)."""
     topo = Topology(name="engine-host", server="engine")
     net = Network(topo, os.getpid(), cpus="0")
     net.up()
@@ -112,7 +113,7 @@ def remote_engine():
                        log_path=root / "dockerd.log", cpus="0", netns=net.namespace("engine"))
         url = f"tcp://{address}:2375"
         wait_for(lambda: _answers(url), 90, "the second engine")
-        yield url
+        yield url, net.namespace("engine"), net.address(LOCAL, "engine")
     finally:
         if engine:
             engine.terminate()
@@ -126,6 +127,11 @@ def remote_engine():
                 subprocess.run(["umount", "-l", mount.split()[1]], check=False)
         shutil.rmtree(root, ignore_errors=True)
         net.down()
+
+
+@pytest.fixture
+def remote_engine(engine_host):
+    return engine_host[0]
 
 
 def _answers(url: str) -> bool:
@@ -169,3 +175,39 @@ def test_targets_on_a_remote_engine_are_loaded_from_here(results_dir, remote_eng
     assert not remote.containers.list(all=True) and not client().containers.list(all=True, filters={"label": LABEL_OWNER})
     report = bench("report", run.name, "--results-dir", str(results_dir), env=env)
     assert report.returncode == 0 and "remote Docker engine" in (run / "report.md").read_text()
+
+
+def test_locust_workers_on_another_host_load_a_target_on_a_remote_engine(results_dir, tmp_path, engine_host):
+    """The study's layout beyond one machine: the target on a remote engine, the ramp's Locust worker
+    on a load machine of its own (`bench locust-worker`, started there with nothing but the master's
+    address), the master here."""
+    url, netns, here = engine_host
+    worker = subprocess.Popen(in_netns([sys.executable, "-m", "orchestrator.cli", "locust-worker", "--master",
+                                        f"{here}:5557", "--cpus", "0", "--idle", "120s", "--results-dir",
+                                        str(tmp_path)], netns),
+                              cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        profile = tmp_path / "ramp.toml"
+        profile.write_text('kind = "ramp"\ndriver = "locust"\nwarmup = "0s"\n'
+                           '[ramp]\nstart_users = 4\nstep_users = 4\nstep_duration = "4s"\nsteps = 2\nworkers = 1\n')
+        r = bench("run", "-f", "fixture:ok", "-s", "sleep", "-p", str(profile), "--locust-master", here,
+                  "--results-dir", str(results_dir), *DOCKER, *PORTS, env=bench_env(DOCKER_HOST=url))
+        assert r.returncode == 0, r.stdout + r.stderr
+    finally:
+        worker.terminate()
+        said, _ = worker.communicate(timeout=60)
+    assert "its master quit it" in said, said
+    run = next(results_dir.iterdir())
+    df = pd.read_parquet(run / "measurements.parquet")
+    assert len(df) == 2 and (df["status"] == "ok").all()
+    assert (df[["errors_connect", "errors_read", "errors_timeout", "errors_status"]].sum(axis=1) == 0).all()
+    # 4 and 8 users on a 100 ms answer: about 40 and 80 req/s, all of it from the other host's worker
+    assert all(0.6 * 10 * u <= rps <= 10.5 * u for u, rps in zip(df["concurrency"], df["rps"])), df[["concurrency", "rps"]]
+    doc = json.loads(next(run.glob("**/locust-*buckets.json")).read_text())
+    assert len(doc["workers"]) == 1 and len(doc["cpu"]) == 2
+    assert not list(run.glob("**/locust-*worker1.log"))   # none started here
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["plan"]["settings"]["locust_master"] == f"{here}:5557"
+    report = bench("report", run.name, "--results-dir", str(results_dir), env=bench_env(DOCKER_HOST=url))
+    assert report.returncode == 0 and "Locust worker on other machines" in (run / "report.md").read_text()
+

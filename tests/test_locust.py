@@ -3,18 +3,27 @@ which nothing completed too, and a step's row covers the seconds in which its us
 Real Locust against a small HTTP server in this process whose answers can stall."""
 from __future__ import annotations
 
+import json
 import math
+import socket
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
+import psutil
 import pytest
 
 from orchestrator import drivers
 from orchestrator.drivers import LoadSpec
-from orchestrator.drivers.locust import split
+from orchestrator.drivers.locust import free_port, split
 from orchestrator.profiles import Ramp
 from orchestrator.scenarios import Scenario
+
+from conftest import ROOT
 
 SCENARIO = Scenario("stall", "GET", "/", 200, "text/plain")
 
@@ -120,6 +129,54 @@ def test_a_step_covers_the_seconds_its_users_ran(server, tmp_path, workers):
         assert before["step"] is None, (step, series)
         # About 10 req/s per user on a 100 ms answer, in every second of the step.
         assert all(6 * ramp.users(step) <= rec["rps"] <= 11 * ramp.users(step) for rec in mine), (step, series)
+        # Each process's CPU, from the samples every process sends (a worker's with its reports)
+        assert 0 < r.loadgen_cpu_s < r.duration_s * (1 + workers), (step, r.loadgen_cpu_s)
+        assert all(0 < rec["loadgen_cpu_pct"] <= 110 for rec in mine), (step, series)
+    doc = json.loads(next(tmp_path.glob("*buckets.json")).read_text())
+    # the master's own samples, and every worker's, each on the host it ran on
+    assert len(doc["cpu"]) == 1 + workers and len(doc["workers"]) == workers
+    assert set(doc["workers"].values()) <= {socket.gethostname()}
+
+
+def start_workers(tmp_path, master: str, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "locust-worker", "--master", master,
+                             "--results-dir", str(tmp_path / "results"), *args], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+@pytest.mark.slow
+def test_workers_elsewhere_get_the_test_from_each_cells_master(server, tmp_path):
+    """`bench locust-worker` as on a load machine of its own: nothing of the test but the master's
+    address; each cell's master sends the locustfile and the configuration, and quits the workers,
+    which then wait for the next cell's."""
+    port = free_port("127.0.0.1")
+    agent = start_workers(tmp_path, f"127.0.0.1:{port}", "--processes", "2", "--cpus", "0", "--idle", "60s")
+    try:
+        ramp = Ramp(start_users=2, step_users=4, step_s=3, steps=2, workers=2)
+        for cell in ("a", "b"):
+            out = tmp_path / cell
+            result = drivers.get("locust").run(LoadSpec(
+                port=server.server_address[1], scenario=SCENARIO, concurrency=2, duration_s=ramp.duration_s,
+                cpus="0", timeout_s=10, out_dir=out, ramp=ramp, workers_elsewhere=True, master_port=port))
+            check_every_second_and_step(result, ramp)
+            assert all(r.requests > 0 and r.loadgen_cpu_s > 0 for r in result.steps), cell
+            doc = json.loads(next(out.glob("*buckets.json")).read_text())
+            assert len(doc["workers"]) == 2 and len(doc["cpu"]) == 3, cell
+            # the master started no worker of its own: only it has a log
+            assert [p.name for p in out.glob("*.log")] == [next(out.glob("*.log")).name], cell
+    finally:
+        agent.terminate()
+        said, _ = agent.communicate(timeout=30)
+    assert said.count("its master quit it") == 4, said
+    assert not psutil.Process().children(recursive=True), "a worker outlived its agent"
+    assert not list(Path(tempfile.gettempdir()).glob("bench-locust-worker-*"))
+
+
+@pytest.mark.slow
+def test_workers_elsewhere_stop_by_themselves_without_a_master(tmp_path):
+    agent = start_workers(tmp_path, f"127.0.0.1:{free_port('127.0.0.1')}", "--idle", "3s")
+    said, _ = agent.communicate(timeout=60)
+    assert agent.returncode == 0 and "no master for 3 s: stopping" in said, said
 
 
 # split() on hand-made locustfile output: the same rules, second by second.

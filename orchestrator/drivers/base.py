@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import psutil
 
 from ..scenarios import Scenario
 from ..schema import PERCENTILES
@@ -37,6 +36,10 @@ class LoadSpec:
     # machine's address that host reaches the master at (the server's address is `host` for them too)
     workers_netns: str | None = None
     master_host: str = "127.0.0.1"
+    # Locust workers on other machines (--locust-master): started there by `bench locust-worker`,
+    # they connect to master_host:master_port (0: a free port, for workers started here)
+    workers_elsewhere: bool = False
+    master_port: int = 0
 
     @property
     def url(self) -> str:
@@ -144,7 +147,6 @@ class Finished:
     exit_code: int
     wall_s: float
     cpu_s: float
-    cpu_timeline: list[tuple[float, float]] = field(default_factory=list)   # (epoch s, CPU s so far)
 
 
 def run_generator(argv: list[str], log_path: Path, deadline_s: float, cpus: str | None,
@@ -155,28 +157,21 @@ def run_generator(argv: list[str], log_path: Path, deadline_s: float, cpus: str 
 
 
 def run_generators(argvs: list[list[str]], log_paths: list[Path], deadline_s: float, cpus: str | None,
-                   env: dict[str, str] | None = None, cpu_timeline: bool = False,
-                   netns: list[str | None] | None = None) -> list[Finished]:
+                   env: dict[str, str] | None = None, netns: list[str | None] | None = None) -> list[Finished]:
     """Run generator processes side by side (a Locust master and its workers) until every one has
     ended, bounded in time; one Finished each, in order.
 
     CPU time comes from wait4's rusage of each finished child, so it is exact and costs nothing
-    while the generators run; with cpu_timeline, each one's CPU is also sampled once a second (for
-    per-step figures). Past the deadline, or on any exception, all of them are killed. netns: a
+    while the generators run. Past the deadline, or on any exception, all of them are killed. netns: a
     network namespace per process (None: this machine's own).
     """
     from ..procs import spawn
     started = time.monotonic()
     procs = [spawn(argv, log_path=log, cpus=cpus, env=None if env is None else {**os.environ, **env}, netns=ns)
              for argv, log, ns in zip(argvs, log_paths, netns or [None] * len(argvs))]
-    timelines: list[list[tuple[float, float]]] = [[] for _ in procs]
     done: dict[int, Finished] = {}
-    next_sample = 0.0
     try:
         while len(done) < len(procs):
-            sample = cpu_timeline and time.monotonic() >= next_sample
-            if sample:
-                next_sample = time.monotonic() + 1.0
             for i, proc in enumerate(procs):
                 if i in done:
                     continue
@@ -184,13 +179,7 @@ def run_generators(argvs: list[list[str]], log_paths: list[Path], deadline_s: fl
                 if pid:
                     proc.returncode = os.waitstatus_to_exitcode(status)
                     done[i] = Finished(argvs[i], proc.returncode, time.monotonic() - started,
-                                       rusage.ru_utime + rusage.ru_stime, timelines[i])
-                elif sample:
-                    try:
-                        t = psutil.Process(proc.pid).cpu_times()
-                        timelines[i].append((time.time(), t.user + t.system))
-                    except psutil.Error:
-                        pass
+                                       rusage.ru_utime + rusage.ru_stime)
             if time.monotonic() - started > deadline_s:
                 raise DriverFailed(f"{argvs[0][0]} did not finish within {deadline_s:.0f} s and was killed")
             time.sleep(0.05)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..schema import LOADGEN_SATURATED
 from ..procs import log_tail
-from .base import Driver, DriverFailed, Finished, LoadResult, LoadSpec, latency_fields, run_generators
+from .base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generators
 
 INSTALL = "python3 -m orchestrator list` (it installs Locust into .venv) or `pip install locust==2.47.0"
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
@@ -31,39 +31,53 @@ def free_port(address: str) -> int:
         return s.getsockname()[1]
 
 
+# Workers on other machines (`bench locust-worker`) come when they next ask for a master: give them
+# longer than the ones started here, which connect within a second or two.
+WAIT_FOR_WORKERS_S = {"here": 30, "elsewhere": 120}
+
+
 def command_lines(locust: str, spec: LoadSpec, json_out: Path) -> list[list[str]]:
-    """The master (or single process) first, then the workers. The master binds 127.0.0.1, or this
-    machine's end of the link to the workers' host when a topology puts them on one."""
+    """The master (or single process) first, then the workers started here. The master binds
+    127.0.0.1, this machine's end of the link to the workers' host when a topology puts them on one,
+    or the address and port that workers on other machines were told (--locust-master), and then
+    starts no worker itself."""
     common = [locust, "-f", str(LOCUSTFILE), "--headless", "--only-summary", "--loglevel", "WARNING",
               "--stop-timeout", str(math.ceil(spec.timeout_s))]
     first = [*common, "--json-file", str(json_out.with_suffix(""))]
     workers = spec.ramp.workers
     if not workers:
         return [first]
-    port = str(free_port(spec.master_host))
+    elsewhere = spec.workers_elsewhere
+    port = str(spec.master_port or free_port(spec.master_host))
     master = [*first, "--master", "--master-bind-host", spec.master_host, "--master-bind-port", port,
-              "--expect-workers", str(workers), "--expect-workers-max-wait", "30"]
+              "--expect-workers", str(workers), "--expect-workers-max-wait",
+              str(WAIT_FOR_WORKERS_S["elsewhere" if elsewhere else "here"])]
+    if elsewhere:
+        return [master]
     worker = [*common, "--worker", "--master-host", spec.master_host, "--master-port", port]
     return [master] + [worker] * workers
 
 
-def _cpu_in(f: Finished, t0: float, t1: float) -> tuple[float, float] | None:
+Timeline = list[tuple[float, float]]   # one process's (epoch s, CPU s so far), about once a second
+
+
+def _cpu_in(timeline: Timeline, t0: float, t1: float) -> tuple[float, float] | None:
     """(CPU s, wall s) of one generator process between epoch t0 and t1, from its per-second samples."""
-    inside = [(t, c) for t, c in f.cpu_timeline if t0 <= t <= t1 + 1]
+    inside = [(t, c) for t, c in timeline if t0 <= t <= t1 + 1]
     if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
         return None
     return inside[-1][1] - inside[0][1], inside[-1][0] - inside[0][0]
 
 
-def busiest_process_pct(finished: list[Finished], t0: float, t1: float) -> float:
+def busiest_process_pct(timelines: list[Timeline], t0: float, t1: float) -> float:
     """The busiest generator process's CPU in [t0, t1), in % of one core."""
-    pcts = [100.0 * cpu / wall for cpu, wall in filter(None, (_cpu_in(f, t0, t1) for f in finished))]
+    pcts = [100.0 * cpu / wall for cpu, wall in filter(None, (_cpu_in(tl, t0, t1) for tl in timelines))]
     return max(pcts) if pcts else float("nan")
 
 
-def sum_cpu(finished: list[Finished], t0: float, t1: float) -> float:
+def sum_cpu(timelines: list[Timeline], t0: float, t1: float) -> float:
     """CPU seconds of all generator processes in [t0, t1)."""
-    return sum(cpu for cpu, _ in filter(None, (_cpu_in(f, t0, t1) for f in finished)))
+    return sum(cpu for cpu, _ in filter(None, (_cpu_in(tl, t0, t1) for tl in timelines)))
 
 
 def new_second() -> dict:
@@ -97,8 +111,9 @@ def steady_seconds(timeline: list[dict], end: float) -> dict[int, int]:
     return step_of
 
 
-def split(doc: dict, spec: LoadSpec, t0: float, finished: list[Finished]) -> tuple[list[LoadResult], list[dict]]:
-    """Per-step results and per-second records from the locustfile's output; t0 is the test's start."""
+def split(doc: dict, spec: LoadSpec, t0: float, timelines: list[Timeline]) -> tuple[list[LoadResult], list[dict]]:
+    """Per-step results and per-second records from the locustfile's output; t0 is the test's start,
+    timelines each Locust process's CPU samples."""
     ramp = spec.ramp
     users = {int(k): v for k, v in doc["users"].items()}
     seconds = {int(k): v for k, v in doc["seconds"].items()}
@@ -118,8 +133,8 @@ def split(doc: dict, spec: LoadSpec, t0: float, finished: list[Finished]) -> tup
         else:   # its users never all ran (a spawn that outlasted the step): it measured nothing
             r.started_at = timeline[step - 1]["asked"] if step <= len(timeline) else end
         t1 = r.started_at + len(secs)
-        busiest = busiest_process_pct(finished, r.started_at, t1)
-        r.loadgen_cpu_s = sum_cpu(finished, r.started_at, t1)
+        busiest = busiest_process_pct(timelines, r.started_at, t1)
+        r.loadgen_cpu_s = sum_cpu(timelines, r.started_at, t1)
         if busiest == busiest and busiest > 100 * LOADGEN_SATURATED:
             r.flags.append("loadgen-saturated")
         steps.append(r)
@@ -133,7 +148,7 @@ def split(doc: dict, spec: LoadSpec, t0: float, finished: list[Finished]) -> tup
         series.append({"t_s": sec - int(t0), "epoch_s": sec, "users": last_users, "step": step_of.get(sec),
                        "rps": one.requests, "failures_per_s": one.errors + one.errors_status,
                        "p50_ms": one.latency_p50, "p95_ms": one.latency_p95, "p99_ms": one.latency_p99,
-                       "loadgen_cpu_pct": busiest_process_pct(finished, sec, sec + 1)})
+                       "loadgen_cpu_pct": busiest_process_pct(timelines, sec, sec + 1)})
     return steps, series
 
 
@@ -158,23 +173,34 @@ class LocustDriver(Driver):
                "timeout_s": spec.timeout_s, "start_users": ramp.start_users, "step_users": ramp.step_users,
                "step_s": ramp.step_s, "steps": ramp.steps, "out": str(out)}
         argvs = command_lines(locust, spec, json_out)
-        logs = self.files(spec, *(f"{'master' if i == 0 and len(argvs) > 1 else f'worker{i}' if i else 'main'}.log"
+        logs = self.files(spec, *(f"{'master' if i == 0 and ramp.workers else f'worker{i}' if i else 'main'}.log"
                                   for i in range(len(argvs))))
-        finished = run_generators(argvs, logs, deadline_s=ramp.duration_s + 2 * spec.timeout_s + 90,
-                                  cpus=spec.cpus, env={"BENCH_LOCUST": json.dumps(cfg)}, cpu_timeline=True,
+        finished = run_generators(argvs, logs, deadline_s=ramp.duration_s + 2 * spec.timeout_s + 90
+                                  + WAIT_FOR_WORKERS_S["elsewhere"], cpus=spec.cpus,
+                                  env={"BENCH_LOCUST": json.dumps(cfg)},
                                   netns=[None] + [spec.workers_netns] * (len(argvs) - 1))
         bad = [(f, log) for f, log in zip(finished, logs) if f.exit_code not in (0, 1)]
         if bad or not out.exists() or not json_out.exists():
             f, log = (bad or list(zip(finished, logs)))[0]
-            raise DriverFailed(f"locust exited with {f.exit_code}: {log_tail(log, 5) or 'no output'}")
+            tail = log_tail(log, 5) or "no output"
+            if spec.workers_elsewhere and "waiting for workers" in tail:
+                tail = (f"{ramp.workers} Locust workers were expected at {spec.master_host}:{spec.master_port} and "
+                        f"fewer connected within {WAIT_FOR_WORKERS_S['elsewhere']} s: start `bench locust-worker "
+                        f"--master {spec.master_host}:{spec.master_port}` on the load machines")
+            raise DriverFailed(f"locust exited with {f.exit_code}: {tail}")
         doc = json.loads(out.read_text())
         users = {int(k): v for k, v in doc["users"].items()}
         if not users:
             raise DriverFailed(f"locust ran no users: {log_tail(logs[0], 5)}")
+        if len(doc["workers"]) != ramp.workers:
+            raise DriverFailed(f"{ramp.workers} Locust workers were expected, {len(doc['workers'])} reported")
         t0 = doc.get("start") or min(users)
-        steps, series = split(doc, spec, t0, finished)
+        timelines = [[tuple(x) for x in tl] for tl in doc["cpu"].values()]
+        steps, series = split(doc, spec, t0, timelines)
         total = summarise(list(doc["seconds"].values()), ramp.duration_s)
-        total.loadgen_cpu_s = sum(f.cpu_s for f in finished)
+        # exact for the processes started here (their rusage); a worker elsewhere's last sample
+        total.loadgen_cpu_s = sum(f.cpu_s for f in finished) + (
+            sum(tl[-1][1] for key, tl in doc["cpu"].items() if key != "main" and tl) if spec.workers_elsewhere else 0)
         total.started_at, total.steps, total.timeseries = t0, steps, series
         requests, failures = locust_totals(json_out)
         counted = total.requests + total.errors

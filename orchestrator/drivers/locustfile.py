@@ -13,7 +13,14 @@ spawn after it, so a step's users all run from a second or more after its nomina
 (spawning_complete; on a master, once the workers have reported them). Between the two the count is
 in transition.
 
-Configured by orchestrator/drivers/locust.py through the BENCH_LOCUST environment variable (JSON).
+Each process also samples its own CPU time once a second and workers send theirs with their
+reports, so the master's output holds every process's CPU, a worker's on another machine too, and
+the host each worker ran on.
+
+Configured by orchestrator/drivers/locust.py with the option --bench-locust (JSON), read from the
+BENCH_LOCUST environment variable by the processes it starts. A worker started elsewhere
+(`bench locust-worker`) has neither this file nor the variable: it downloads the file from the
+master (`-f -`) and gets the option with the master's first spawn message, before its test starts.
 """
 import json
 import os
@@ -25,8 +32,24 @@ import gevent
 from locust import FastHttpUser, LoadTestShape, constant, events, task
 from locust.runners import WorkerRunner
 
-CFG = json.loads(os.environ["BENCH_LOCUST"])
-BODY = CFG["body"].encode() if CFG["body"] is not None else None
+CFG: dict = {}
+
+
+@events.init_command_line_parser.add_listener
+def options(parser):
+    parser.add_argument("--bench-locust", env_var="BENCH_LOCUST", default="", include_in_web_ui=False,
+                        help="the bench driver's configuration (JSON)")
+
+
+def configure(environment) -> None:
+    """CFG and the user's settings from --bench-locust, once it is known (a remote worker's comes late)."""
+    raw = getattr(environment.parsed_options, "bench_locust", "") if environment.parsed_options else ""
+    if CFG or not raw:
+        return
+    CFG.update(json.loads(raw))
+    CFG["body_bytes"] = CFG["body"].encode() if CFG["body"] is not None else None
+    BenchUser.host = CFG["host"]
+    BenchUser.network_timeout = BenchUser.connection_timeout = CFG["timeout_s"]
 
 
 def bucket_of(ms: float) -> float:
@@ -46,6 +69,9 @@ def new_second() -> dict:
 
 seconds: dict[int, dict] = defaultdict(new_second)
 users_at: dict[int, int] = {}
+cpu_samples: list[tuple[float, float]] = []              # this process's (epoch s, CPU s so far)
+worker_cpu: dict[str, list] = defaultdict(list)          # the master's: per worker, its samples
+worker_host: dict[str, str] = {}
 started: dict[str, float] = {}
 steps: list[dict] = []   # per step: {"users", "asked", "running"}, epoch seconds
 
@@ -89,28 +115,40 @@ def send(client_id, data):
     data["bench_seconds"] = {str(k): {**v, "hist": {str(b): c for b, c in v["hist"].items()}}
                              for k, v in seconds.items()}
     seconds.clear()
+    data["bench_cpu"], data["bench_host"] = list(cpu_samples), socket.gethostname()
+    cpu_samples.clear()
 
 
 @events.worker_report.add_listener
 def receive(client_id, data):
     merge(seconds, data.get("bench_seconds", {}))
+    worker_cpu[client_id].extend(data.get("bench_cpu", []))
+    if "bench_host" in data:
+        worker_host[client_id] = data["bench_host"]
+
+
+def every_second(record) -> None:
+    """record(now) as each second begins: woken just past the boundary, so that a wake-up that comes a
+    hair early or late still lands on the right second."""
+    while True:
+        now = time.time()
+        record(now)
+        gevent.sleep(1.0 - now % 1.0 + 0.005)
+
+
+@events.init.add_listener
+def watch_cpu(environment, **_):
+    configure(environment)
+    gevent.spawn(every_second, lambda now: cpu_samples.append((now, time.process_time())))
 
 
 @events.test_start.add_listener
 def watch_users(environment, **_):
+    configure(environment)
     if isinstance(environment.runner, WorkerRunner):
         return
     started["t"] = time.time()
-
-    def loop():
-        # The users as each second begins: woken just past the boundary, keyed by when it woke, so a
-        # wake-up that comes a hair early or late still lands on the right second.
-        while True:
-            now = time.time()
-            users_at[int(now)] = environment.runner.user_count
-            gevent.sleep(1.0 - now % 1.0 + 0.005)
-
-    gevent.spawn(loop)
+    gevent.spawn(every_second, lambda now: users_at.__setitem__(int(now), environment.runner.user_count))
 
 
 @events.spawning_complete.add_listener
@@ -125,7 +163,8 @@ def write(environment, **_):
     if isinstance(environment.runner, WorkerRunner):
         return
     out = {"start": started.get("t"), "end": started.get("end"), "steps": steps, "users": users_at,
-           "seconds": {k: {**v, "hist": dict(v["hist"])} for k, v in seconds.items()}}
+           "seconds": {k: {**v, "hist": dict(v["hist"])} for k, v in seconds.items()},
+           "cpu": {"main": cpu_samples, **worker_cpu}, "workers": worker_host}
     with open(CFG["out"] + ".tmp", "w") as f:
         json.dump(out, f)
     os.replace(CFG["out"] + ".tmp", CFG["out"])
@@ -155,11 +194,9 @@ class StepShape(LoadTestShape):
 
 class BenchUser(FastHttpUser):
     """A closed loop: the next request leaves when the last one is answered (no think time)."""
-    host = CFG["host"]
-    wait_time = constant(0)
-    network_timeout = CFG["timeout_s"]
-    connection_timeout = CFG["timeout_s"]
+    wait_time = constant(0)   # host and timeouts: configure()
 
     @task
     def hit(self):
-        self.client.request(CFG["method"], CFG["path"], data=BODY, headers=CFG["headers"], name=CFG["name"])
+        self.client.request(CFG["method"], CFG["path"], data=CFG["body_bytes"], headers=CFG["headers"],
+                            name=CFG["name"])
