@@ -47,6 +47,8 @@ def cell_flags(concurrency: int, r: LoadResult, loadgen_cpus: int, server_alive:
     flags = []
     if closed_loop and not littles_law_holds(concurrency, r):
         flags.append("littles-law")
+    if r.users_answered is not None and r.duration_s > 0 and r.users_answered < concurrency:
+        flags.append("users-unanswered")
     if r.loadgen_cpu_s == r.loadgen_cpu_s and r.duration_s > 0 and \
             r.loadgen_cpu_s / r.duration_s > LOADGEN_SATURATED * loadgen_cpus and "loadgen-saturated" not in r.flags:
         flags.append("loadgen-saturated")

@@ -76,6 +76,9 @@ SCHEMA = pa.schema([
     ("loadgen_cpu_pct", pa.float64()),        # the generator's own processes, in % of one CPU
     ("loadgen_cpus_busy_pct", pa.float64()),  # everything that ran on the load-generator CPUs, in % of them
     ("littles_ratio", pa.float64()), ("flags", pa.string()),
+    # ramp (Locust): the step's users that got at least one response in it; fewer than `concurrency`
+    # means some waited the whole step on one request (flag users-unanswered)
+    ("users_answered", pa.int64()),
     # What one request cost the server: CPU-milliseconds per request, requests per CPU-second (what one
     # fully busy core would serve at this cost) and rps per MiB of peak RSS (the "throughput density")
     ("cpu_ms_per_request", pa.float64()), ("rps_per_core", pa.float64()), ("rps_per_mib", pa.float64()),

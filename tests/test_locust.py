@@ -18,6 +18,7 @@ import psutil
 import pytest
 
 from orchestrator import drivers
+from orchestrator.checks import cell_flags
 from orchestrator.drivers import LoadSpec
 from orchestrator.drivers.locust import free_port, split
 from orchestrator.profiles import Ramp
@@ -40,6 +41,10 @@ class Handler(BaseHTTPRequestHandler):
         with server.lock:
             if server.first is None:
                 server.first = time.time()
+            if server.starve is not None and server.starved is None:
+                server.starved = self.client_address   # the first connection
+        if self.client_address == server.starved:   # its requests wait starve seconds
+            time.sleep(server.starve)
         time.sleep(server.delay_s)
         if server.stall:   # nothing is answered from stall_after_s after the first request for stall_s
             begin = server.first + server.stall[0]
@@ -59,6 +64,7 @@ class Server(ThreadingHTTPServer):
 def server():
     s = Server(("127.0.0.1", 0), Handler)
     s.daemon_threads, s.lock, s.first, s.delay_s, s.stall = True, threading.Lock(), None, 0.02, None
+    s.starve, s.starved = None, None
     thread = threading.Thread(target=s.serve_forever, daemon=True)
     thread.start()
     yield s
@@ -138,6 +144,22 @@ def test_a_step_covers_the_seconds_its_users_ran(server, tmp_path, workers):
     assert set(doc["workers"].values()) <= {socket.gethostname()}
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_user_left_without_an_answer_for_a_whole_step_is_counted(server, tmp_path, workers):
+    # One user's first request waits 12 s, through both 5-s steps; every other user is answered.
+    server.starve = 12.0
+    ramp = Ramp(start_users=4, step_users=4, step_s=5, steps=2, workers=workers)
+    result = run(server, tmp_path, ramp)
+    for step, r in enumerate(result.steps, start=1):
+        assert r.users_answered == ramp.users(step) - 1, (step, r.users_answered)
+        assert "users-unanswered" in cell_flags(ramp.users(step), r, 1), step
+    server.starve = server.starved = None
+    again = run(server, tmp_path, ramp)
+    assert [r.users_answered for r in again.steps] == [4, 8]
+    assert not any("users-unanswered" in cell_flags(ramp.users(i + 1), r, 1) for i, r in enumerate(again.steps))
+
+
 def start_workers(tmp_path, master: str, *args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "locust-worker", "--master", master,
                              "--results-dir", str(tmp_path / "results"), *args], cwd=ROOT, text=True,
@@ -182,7 +204,9 @@ def test_workers_elsewhere_stop_by_themselves_without_a_master(tmp_path):
 # split() on hand-made locustfile output: the same rules, second by second.
 
 def bucket(n: int, ms: float = 5.0) -> dict:
-    return {"n": n, "status": 0, "timeout": 0, "connect": 0, "other": 0, "bytes": 2 * n, "hist": {str(ms): n}}
+    """n requests answered in a second, one each by users 0 to n - 1."""
+    return {"n": n, "status": 0, "timeout": 0, "connect": 0, "other": 0, "bytes": 2 * n, "hist": {str(ms): n},
+            "answered": list(range(n))}
 
 
 def spec_of(ramp: Ramp, tmp_path) -> LoadSpec:
@@ -208,6 +232,8 @@ def test_split_counts_a_stall_and_leaves_transitions_out(tmp_path):
     assert all(rec["rps"] == 0 and rec["failures_per_s"] == 0 and math.isnan(rec["p95_ms"]) for rec in stalled)
     assert [(r.started_at, r.duration_s, r.requests) for r in steps] == [(1001.0, 4.0, 60), (1007.0, 3.0, 80)]
     assert steps[0].latency_p50 == 5.0 and steps[0].rps == 15.0
+    # the same users answered second after second count once
+    assert [r.users_answered for r in steps] == [20, 40]
 
 
 def test_split_gives_a_step_whose_users_never_all_ran_no_seconds(tmp_path):

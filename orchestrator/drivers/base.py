@@ -79,6 +79,7 @@ class LoadResult:
     co_corrected_mean: float = float("nan")
     co_corrected_p99: float = float("nan")
     dropped: int = 0          # open model: arrivals the generator could not send (all VUs busy)
+    users_answered: int | None = None   # ramp: the users that got at least one response in the window
     flags: list[str] = field(default_factory=list)   # what the driver itself found suspect
     started_at: float = float("nan")                 # epoch seconds of the window's start
     steps: list["LoadResult"] = field(default_factory=list)   # ramp: one result per step

@@ -81,11 +81,12 @@ def sum_cpu(timelines: list[Timeline], t0: float, t1: float) -> float:
 
 
 def new_second() -> dict:
-    return {"n": 0, "status": 0, "timeout": 0, "connect": 0, "other": 0, "bytes": 0, "hist": {}}
+    return {"n": 0, "status": 0, "timeout": 0, "connect": 0, "other": 0, "bytes": 0, "hist": {}, "answered": []}
 
 
 def summarise(seconds: list[dict], duration_s: float) -> LoadResult:
-    """One LoadResult from per-second buckets (requests, failures by kind, latency histogram)."""
+    """One LoadResult from per-second buckets (requests, failures by kind, latency histogram, the users
+    that got an answer)."""
     hist: dict[float, int] = defaultdict(int)
     for s in seconds:
         for b, c in s["hist"].items():
@@ -96,6 +97,7 @@ def summarise(seconds: list[dict], duration_s: float) -> LoadResult:
         bytes=sum(s["bytes"] for s in seconds), errors_connect=sum(s["connect"] for s in seconds),
         errors_read=sum(s["other"] for s in seconds), errors_timeout=sum(s["timeout"] for s in seconds),
         errors_status=sum(s["status"] for s in seconds),
+        users_answered=len(set().union(*(s["answered"] for s in seconds))),
         **latency_fields(list(hist), list(hist.values())))
 
 

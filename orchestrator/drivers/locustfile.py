@@ -3,7 +3,7 @@ per-second buckets that it writes as JSON when Locust quits.
 
 Locust's CSV files undercount (rewritten every second, not at shutdown) and its history holds only
 sliding-window percentiles, so each process counts for itself: per second, the requests, failures by
-kind, and a latency histogram. Workers send theirs to the master with each stats report; the master
+kind, a latency histogram and the users that got an answer. Workers send theirs to the master with each stats report; the master
 (or the single process) adds the users per second and each step's timeline, and writes everything
 to BENCH_LOCUST's "out".
 
@@ -22,6 +22,7 @@ BENCH_LOCUST environment variable by the processes it starts. A worker started e
 (`bench locust-worker`) has neither this file nor the variable: it downloads the file from the
 master (`-f -`) and gets the option with the master's first spawn message, before its test starts.
 """
+import itertools
 import json
 import os
 import socket
@@ -64,7 +65,9 @@ def bucket_of(ms: float) -> float:
 
 
 def new_second() -> dict:
-    return {"n": 0, "status": 0, "timeout": 0, "connect": 0, "other": 0, "bytes": 0, "hist": defaultdict(int)}
+    # answered: the numbers of the users that got a response in the second (BenchUser.uid)
+    return {"n": 0, "status": 0, "timeout": 0, "connect": 0, "other": 0, "bytes": 0, "hist": defaultdict(int),
+            "answered": set()}
 
 
 seconds: dict[int, dict] = defaultdict(new_second)
@@ -90,15 +93,16 @@ def failure_kind(response, exception) -> str | None:
 
 
 @events.request.add_listener
-def count(response_time, response_length, response=None, exception=None, **_):
+def count(response_time, response_length, response=None, exception=None, context=None, **_):
     s = seconds[int(time.time())]
     s["n"] += 1
     s["bytes"] += response_length or 0
     kind = failure_kind(response, exception)
     if kind:
         s[kind] += 1
-    if kind in (None, "status"):   # a response came back: its latency counts
+    if kind in (None, "status"):   # a response came back: its latency counts, and its user was answered
         s["hist"][bucket_of(response_time)] += 1
+        s["answered"].add((context or {}).get("uid"))
 
 
 def merge(into: dict, sent: dict) -> None:
@@ -108,12 +112,17 @@ def merge(into: dict, sent: dict) -> None:
             target[k] += s[k]
         for b, c in s["hist"].items():
             target["hist"][float(b)] += c
+        target["answered"].update(s["answered"])
+
+
+def portable(second: dict) -> dict:
+    """A second's bucket as JSON has it."""
+    return {**second, "hist": {str(b): c for b, c in second["hist"].items()}, "answered": sorted(second["answered"])}
 
 
 @events.report_to_master.add_listener
 def send(client_id, data):
-    data["bench_seconds"] = {str(k): {**v, "hist": {str(b): c for b, c in v["hist"].items()}}
-                             for k, v in seconds.items()}
+    data["bench_seconds"] = {str(k): portable(v) for k, v in seconds.items()}
     seconds.clear()
     data["bench_cpu"], data["bench_host"] = list(cpu_samples), socket.gethostname()
     cpu_samples.clear()
@@ -163,7 +172,7 @@ def write(environment, **_):
     if isinstance(environment.runner, WorkerRunner):
         return
     out = {"start": started.get("t"), "end": started.get("end"), "steps": steps, "users": users_at,
-           "seconds": {k: {**v, "hist": dict(v["hist"])} for k, v in seconds.items()},
+           "seconds": {k: portable(v) for k, v in seconds.items()},
            "cpu": {"main": cpu_samples, **worker_cpu}, "workers": worker_host}
     with open(CFG["out"] + ".tmp", "w") as f:
         json.dump(out, f)
@@ -192,9 +201,20 @@ class StepShape(LoadTestShape):
         return users, SPAWN_RATE
 
 
+USER_NUMBERS = itertools.count()
+
+
 class BenchUser(FastHttpUser):
     """A closed loop: the next request leaves when the last one is answered (no think time)."""
     wait_time = constant(0)   # host and timeouts: configure()
+
+    def __init__(self, environment):
+        super().__init__(environment)
+        # a number no other user of the test has, on any worker: which users were answered, per second
+        self.uid = getattr(environment.runner, "worker_index", 0) * 1_000_000 + next(USER_NUMBERS)
+
+    def context(self):
+        return {"uid": self.uid}
 
     @task
     def hit(self):
