@@ -59,7 +59,7 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
 
     def run(load: drivers.LoadSpec, name: str) -> tuple[drivers.LoadResult, Sampler]:
         """Drive one load while sampling (and recording, when on), then make sure the target survived it."""
-        probe = Probe(infra, started.server.pid) if infra else None
+        probe = Probe(infra, started.server.pid, s.port) if infra else None
         with recorder.load(name), Sampler(started.server, s.loadgen_cpus, probe=probe) as sampler:
             result = drivers.get(p.driver).run(load)
         if started.server.exit_code() is not None:

@@ -31,6 +31,9 @@ TCP_COUNTERS = {"tcp_listen_overflows": ("TcpExt", "ListenOverflows"), "tcp_list
                 "tcp_retransmits": ("Tcp", "RetransSegs")}
 COUNTERS = ("redis_commands", *DB_COUNTERS, *TCP_COUNTERS)
 PER_REQUEST = ("redis_commands", *DB_COUNTERS)   # stored per request; the TCP counters as totals
+# Evidence's peak of each of Reading's gauges over a window
+GAUGES = {"redis_peak_clients": "redis_clients", "db_peak_connections": "db_connections",
+          "db_peak_running": "db_running", "tcp_accept_queue_peak": "accept_queue"}
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class Reading:
     redis_clients: int | None = None
     db_connections: int | None = None
     db_running: int | None = None
+    accept_queue: int | None = None   # connections the kernel completed that the server had not accepted
 
 
 def _snmp(path: str) -> dict[tuple[str, str], int]:
@@ -54,6 +58,24 @@ def _snmp(path: str) -> dict[tuple[str, str], int]:
     return out
 
 
+def accept_queue(pid: int | str, port: int) -> int:
+    """How many connections wait in the accept queue of the listening sockets on `port` in pid's
+    network namespace: completed by the kernel, not yet taken by the server's accept(). For a socket
+    in LISTEN state (0A), /proc/net/tcp's rx_queue is that queue's length."""
+    waiting = 0
+    for table in (f"/proc/{pid}/net/tcp", f"/proc/{pid}/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                        waiting += int(fields[4].split(":")[1], 16)
+        except FileNotFoundError:   # no IPv6 in this kernel
+            continue
+    return waiting
+
+
 def tcp_counters(pid: int | str = "self") -> dict[str, float]:
     """The kernel's TCP counters of the network namespace pid runs in: the server's, also when a
     topology gives it a host of its own."""
@@ -66,9 +88,10 @@ class Probe:
     A backend that does not answer is left out of that reading (its figures of the window are then
     empty), never guessed: the cell's own failure handling reports a dead backend."""
 
-    def __init__(self, infra, server_pid: int | str | None = "self"):
-        """server_pid: whose namespace's TCP counters to read; None: none (a server on another machine)."""
-        self.infra, self.server_pid = infra, server_pid
+    def __init__(self, infra, server_pid: int | str | None = "self", port: int | None = None):
+        """server_pid: whose namespace's TCP counters to read; None: none (a server on another machine).
+        port: the server's, whose accept queue is read."""
+        self.infra, self.server_pid, self.port = infra, server_pid, port
         self._redis = self._db = None
 
     def _redis_reading(self, counters: dict) -> int | None:
@@ -91,10 +114,13 @@ class Probe:
         return status.get("Threads_connected", 1) - 1, status.get("Threads_running", 1) - 1
 
     def read(self) -> Reading:
+        counters, queue = {}, None
         try:
-            counters = tcp_counters(self.server_pid) if self.server_pid is not None else {}
+            if self.server_pid is not None:
+                counters = tcp_counters(self.server_pid)
+                queue = accept_queue(self.server_pid, self.port) if self.port else None
         except OSError:   # the server exited: its namespace's counters went with it; the cell fails anyway
-            counters = {}
+            pass
         clients = connections = running = None
         try:
             clients = self._redis_reading(counters)
@@ -104,7 +130,7 @@ class Probe:
             connections, running = self._db_reading(counters)
         except Exception:  # noqa: BLE001 - likewise for MariaDB
             self._close_db()
-        return Reading(counters, clients, connections, running)
+        return Reading(counters, clients, connections, running, queue)
 
     def _close_db(self) -> None:
         if self._db is not None:
@@ -133,13 +159,14 @@ class Evidence:
     redis_peak_clients: int | None = None
     db_peak_connections: int | None = None
     db_peak_running: int | None = None
+    tcp_accept_queue_peak: int | None = None
 
     def per_request(self, requests: int) -> dict[str, float | None]:
         """The columns stored with a row."""
         out = {f"{k}_per_request": (getattr(self, k) / requests if requests and getattr(self, k) is not None
                                     else None) for k in PER_REQUEST}
         out.update({k: _int(getattr(self, k)) for k in TCP_COUNTERS})
-        out.update({k: getattr(self, k) for k in ("redis_peak_clients", "db_peak_connections", "db_peak_running")})
+        out.update({k: getattr(self, k) for k in GAUGES})
         return out
 
 

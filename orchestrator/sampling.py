@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from .evidence import COUNTERS, Evidence, Probe, Reading
+from .evidence import COUNTERS, GAUGES, Evidence, Probe, Reading
 from .jvm import parse_cpus
 from .runtimes import Server
 
@@ -183,8 +183,7 @@ def _evidence(points: list[Point], t0: float, t1: float, whole_load: bool) -> Ev
                     else _at(points, t1, value) - _at(points, t0, value))
             setattr(out, name, max(0.0, rise))
     inside = _inside(points, t0, t1)
-    for field, gauge in (("redis_peak_clients", "redis_clients"), ("db_peak_connections", "db_connections"),
-                         ("db_peak_running", "db_running")):
+    for field, gauge in GAUGES.items():
         values = [getattr(p.backends, gauge) for p in inside if getattr(p.backends, gauge) is not None]
         setattr(out, field, max(values) if values else None)
     return out

@@ -95,6 +95,9 @@ SCHEMA = pa.schema([
     ("db_inserts_per_request", pa.float64()), ("db_prepares_per_request", pa.float64()),
     ("redis_peak_clients", pa.int64()), ("db_peak_connections", pa.int64()), ("db_peak_running", pa.int64()),
     ("tcp_listen_overflows", pa.int64()), ("tcp_listen_drops", pa.int64()), ("tcp_retransmits", pa.int64()),
+    # the most connections seen waiting in the server's accept queue (completed by the kernel, not yet
+    # accepted by the server), polled 4 times a second; null where the server is out of sight
+    ("tcp_accept_queue_peak", pa.int64()),
     # Flight Recorder evidence of the window (flight_recorder.py; null when not recorded): CPU samples
     # and the five hottest methods with their share; virtual-thread pinning (count, total ms, the stack
     # that pinned longest); platform threads that used >= 1 % of a CPU, carriers among them, virtual

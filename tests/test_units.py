@@ -206,3 +206,23 @@ def test_the_seed_file_seeds_the_rows_the_scenarios_expect():
     assert statements[0] == "CREATE DATABASE IF NOT EXISTS bench"
     assert any(f"FROM seq_1_to_{SEED_ROWS}" in st for st in statements)
     assert not any("--" in st for st in statements)
+
+
+def test_the_accept_queue_is_the_connections_the_server_has_not_taken():
+    import os
+    import socket
+    from orchestrator.evidence import accept_queue
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    port = listener.getsockname()[1]
+    clients, taken = [socket.create_connection(("127.0.0.1", port)) for _ in range(5)], []
+    try:
+        assert accept_queue(os.getpid(), port) == 5   # the kernel completed them; nobody accepted
+        taken = [listener.accept()[0] for _ in range(2)]
+        assert accept_queue(os.getpid(), port) == 3
+        assert accept_queue(os.getpid(), port + 1 if port < 65535 else port - 1) == 0
+    finally:
+        for s in clients + taken:
+            s.close()
+        listener.close()

@@ -3,9 +3,9 @@ per-second buckets that it writes as JSON when Locust quits.
 
 Locust's CSV files undercount (rewritten every second, not at shutdown) and its history holds only
 sliding-window percentiles, so each process counts for itself: per second, the requests, failures by
-kind, a latency histogram and the users that got an answer. Workers send theirs to the master with each stats report; the master
-(or the single process) adds the users per second and each step's timeline, and writes everything
-to BENCH_LOCUST's "out".
+kind, a latency histogram and the users that got an answer. Workers send theirs to the master with
+each stats report; the master (or the single process) adds the users per second and each step's
+timeline, and writes everything to the configuration's "out".
 
 The timeline says which seconds measured a step: the shape's tick runs about once a second and users
 spawn after it, so a step's users all run from a second or more after its nominal start. Per step,
