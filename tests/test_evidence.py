@@ -45,6 +45,8 @@ def test_the_peaks_stay_within_the_pools(cells):
     assert cells.loc["redis", "redis_peak_clients"] >= 1
     assert (cells[["tcp_listen_overflows", "tcp_listen_drops"]] == 0).all().all()
     assert cells["tcp_retransmits"].notna().all()
+    # 16 connections, each taken by Vert.x's acceptor as it came: never more waiting than that
+    assert cells["tcp_accept_queue_peak"].between(0, 16).all(), cells["tcp_accept_queue_peak"]
 
 
 def test_the_report_shows_the_counts_beside_the_figures(run_dir):
