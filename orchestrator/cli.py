@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 import os
 import re
 import signal
@@ -498,8 +499,12 @@ def locust_worker_cmd(
     its targets for each cell's master, until Ctrl-C or --idle without a master."""
     from .locust_worker import serve
     address, _, given = master.partition(":")
-    if not address or (given and not given.isdigit()):
-        raise UsageError(f"--master '{master}' must be ADDRESS[:PORT]")
+    try:   # an address, not a name: the workers' connections to it are recognised by it
+        ipaddress.IPv4Address(address)
+    except ValueError:
+        raise UsageError(f"--master '{master}' must be IPV4-ADDRESS[:PORT]") from None
+    if given and not given.isdigit():
+        raise UsageError(f"--master '{master}' must be IPV4-ADDRESS[:PORT]")
     if processes < 1:
         raise UsageError("--processes must be 1 or more")
     cpus = options.cpu_list(cpus, "--cpus") if cpus else None

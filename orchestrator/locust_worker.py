@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Callable
@@ -42,9 +41,11 @@ def serve(address: str, port: int, processes: int, cpus: str | None, idle_s: flo
     argv = [require_tool("locust", INSTALL), "--worker", "-f", "-", "--master-host", address, "--master-port", str(port),
             "--loglevel", "WARNING"]
     logs.mkdir(parents=True, exist_ok=True)
-    # The downloaded locustfile lands in the temporary directory: one of our own, removed at the end.
-    scratch = tempfile.mkdtemp(prefix="bench-locust-worker-")
-    env = {**os.environ, "TMPDIR": scratch}
+    # The downloaded locustfile lands in the temporary directory: one of our own beside the logs,
+    # removed at the end (and inside the results folder should this process be killed).
+    scratch = logs / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
     paths = [logs / f"worker{i + 1}.log" for i in range(processes)]
     procs: list[subprocess.Popen | None] = [None] * processes
     busy = [False] * processes   # whether each worker has been connected to a master since it started

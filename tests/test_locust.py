@@ -191,7 +191,9 @@ def test_workers_elsewhere_get_the_test_from_each_cells_master(server, tmp_path)
         said, _ = agent.communicate(timeout=30)
     assert said.count("its master quit it") == 4, said
     assert not psutil.Process().children(recursive=True), "a worker outlived its agent"
-    assert not list(Path(tempfile.gettempdir()).glob("bench-locust-worker-*"))
+    # the locustfile the workers downloaded went to a directory of the agent's own, removed with it
+    logs = next((tmp_path / "results" / "locust-worker").iterdir())
+    assert not (logs / "tmp").exists() and not (Path(tempfile.gettempdir()) / "locustfile.py").exists()
 
 
 @pytest.mark.slow

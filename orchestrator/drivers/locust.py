@@ -178,7 +178,7 @@ class LocustDriver(Driver):
         logs = self.files(spec, *(f"{'master' if i == 0 and ramp.workers else f'worker{i}' if i else 'main'}.log"
                                   for i in range(len(argvs))))
         finished = run_generators(argvs, logs, deadline_s=ramp.duration_s + 2 * spec.timeout_s + 90
-                                  + WAIT_FOR_WORKERS_S["elsewhere"], cpus=spec.cpus,
+                                  + WAIT_FOR_WORKERS_S["elsewhere" if spec.workers_elsewhere else "here"], cpus=spec.cpus,
                                   env={"BENCH_LOCUST": json.dumps(cfg)},
                                   netns=[None] + [spec.workers_netns] * (len(argvs) - 1))
         bad = [(f, log) for f, log in zip(finished, logs) if f.exit_code not in (0, 1)]
