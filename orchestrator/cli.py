@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import ipaddress
 import os
 import re
 import signal
@@ -498,20 +497,13 @@ def locust_worker_cmd(
     """Locust workers on this machine for a run on another one (`bench run --locust-master`): they load
     its targets for each cell's master, until Ctrl-C or --idle without a master."""
     from .locust_worker import serve
-    address, _, given = master.partition(":")
-    try:   # an address, not a name: the workers' connections to it are recognised by it
-        ipaddress.IPv4Address(address)
-    except ValueError:
-        raise UsageError(f"--master '{master}' must be IPV4-ADDRESS[:PORT]") from None
-    if given and not given.isdigit():
-        raise UsageError(f"--master '{master}' must be IPV4-ADDRESS[:PORT]")
+    address, port = options.ipv4_and_port(master, "--master")   # its workers' connections are known by it
     if processes < 1:
         raise UsageError("--processes must be 1 or more")
     cpus = options.cpu_list(cpus, "--cpus") if cpus else None
     logs = results_dir / "locust-worker" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     with runner.quiet_sigterm():
-        serve(address, int(given or options.LOCUST_MASTER_PORT), processes, cpus,
-              options.duration(idle, "--idle"), logs, console.print)
+        serve(address, port, processes, cpus, options.duration(idle, "--idle"), logs, console.print)
 
 
 @app.command()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
+from .procs import listen_sockets, netns_tcp_table
 from .schema import EVIDENCE_TOLERANCE
 
 # MariaDB's statement counters by kind (SHOW GLOBAL STATUS); Com_stmt_prepare counts server-side
@@ -60,20 +61,8 @@ def _snmp(path: str) -> dict[tuple[str, str], int]:
 
 def accept_queue(pid: int | str, port: int) -> int:
     """How many connections wait in the accept queue of the listening sockets on `port` in pid's
-    network namespace: completed by the kernel, not yet taken by the server's accept(). For a socket
-    in LISTEN state (0A), /proc/net/tcp's rx_queue is that queue's length."""
-    waiting = 0
-    for table in (f"/proc/{pid}/net/tcp", f"/proc/{pid}/net/tcp6"):
-        try:
-            with open(table) as f:
-                next(f)
-                for line in f:
-                    fields = line.split()
-                    if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                        waiting += int(fields[4].split(":")[1], 16)
-        except FileNotFoundError:   # no IPv6 in this kernel
-            continue
-    return waiting
+    network namespace: completed by the kernel, not yet taken by the server's accept()."""
+    return sum(queue for _, p, queue, _ in listen_sockets(netns_tcp_table(pid)) if p == port)
 
 
 def tcp_counters(pid: int | str = "self") -> dict[str, float]:

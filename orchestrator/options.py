@@ -88,15 +88,23 @@ def port(value: int, what: str) -> int:
 LOCUST_MASTER_PORT = 5557   # Locust's own default
 
 
+def ipv4_and_port(value: str, what: str, default_port: int = LOCUST_MASTER_PORT) -> tuple[str, int]:
+    """IPV4-ADDRESS[:PORT]: an address, never a name (a lookup could leave this machine)."""
+    address, _, given = value.partition(":")
+    try:
+        ipaddress.IPv4Address(address)
+    except ValueError:
+        raise UsageError(f"{what} '{value}' must be IPV4-ADDRESS[:PORT]") from None
+    if given and not given.isdigit():
+        raise UsageError(f"{what} '{value}' must be IPV4-ADDRESS[:PORT]")
+    return address, port(int(given) if given else default_port, f"{what}'s port")
+
+
 def locust_master(value: str) -> tuple[str, int]:
     """--locust-master ADDRESS[:PORT]: an address of this machine, other than loopback, that Locust
     workers on other machines reach this machine's master at."""
-    address, _, given = value.partition(":")
-    try:
-        ip = ipaddress.IPv4Address(address)
-    except ValueError:
-        raise UsageError(f"--locust-master '{value}' must be an IPv4 address of this machine, with an optional "
-                         f":PORT") from None
+    address, chosen = ipv4_and_port(value, "--locust-master")
+    ip = ipaddress.IPv4Address(address)
     if ip.is_loopback or ip.is_unspecified:
         raise UsageError(f"--locust-master {address}: workers on other machines cannot reach this machine at "
                          f"{address}; give this machine's address on the network they share")
@@ -105,6 +113,4 @@ def locust_master(value: str) -> tuple[str, int]:
             s.bind((address, 0))
         except OSError:
             raise UsageError(f"--locust-master {address} is not an address of this machine") from None
-    if given and not given.isdigit():
-        raise UsageError(f"--locust-master '{value}': the port must be a number")
-    return address, port(int(given) if given else LOCUST_MASTER_PORT, "--locust-master's port")
+    return address, chosen

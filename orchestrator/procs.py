@@ -169,27 +169,31 @@ def public_listeners(pid: int) -> list[str]:
     return sorted(set(found))
 
 
-def netns_listeners(pid: int) -> list[str]:
-    """Every listening TCP socket of the network namespace pid runs in, as address:port. psutil reads
-    this machine's own table only; a namespace of topology.py holds nothing but the run's servers."""
+def netns_tcp_table(pid: int | str) -> str:
+    """/proc/net/tcp and tcp6 of the network namespace pid runs in, as one text (tcp6 may be absent)."""
     tables = []
     for name in ("tcp", "tcp6"):
         try:
             tables.append(Path(f"/proc/{pid}/net/{name}").read_text())
         except OSError:
             continue
-    return table_listeners("\n".join(tables))
+    return "\n".join(tables)
 
 
-def table_listeners(table: str, inodes: set[str] | None = None) -> list[str]:
-    """The listening sockets of /proc/net/tcp and tcp6 text (header lines are skipped), as
-    address:port; only those whose inode is in inodes, when given."""
+def netns_listeners(pid: int) -> list[str]:
+    """Every listening TCP socket of the network namespace pid runs in, as address:port. psutil reads
+    this machine's own table only; a namespace of topology.py holds nothing but the run's servers."""
+    return table_listeners(netns_tcp_table(pid))
+
+
+def listen_sockets(table: str) -> list[tuple[str, int, int, str]]:
+    """(address, port, accept queue length, inode) of each listening socket in /proc/net/tcp and tcp6
+    text (header lines are skipped). For a socket in LISTEN state (0A) the rx_queue field is its accept
+    queue: connections the kernel completed that the server has not yet accept()ed."""
     found = []
     for line in table.splitlines():
         fields = line.split()
         if len(fields) < 10 or fields[3] != "0A" or ":" not in fields[1]:   # 0A: LISTEN
-            continue
-        if inodes is not None and fields[9] not in inodes:
             continue
         hex_ip, hex_port = fields[1].split(":")
         raw = bytes.fromhex(hex_ip)
@@ -197,8 +201,14 @@ def table_listeners(table: str, inodes: set[str] | None = None) -> list[str]:
         raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
         ip = ipaddress.ip_address(raw)
         ip = ip.ipv4_mapped or ip if ip.version == 6 else ip   # a dual-stack JVM's IPv4 bind
-        found.append(f"{ip}:{int(hex_port, 16)}")
-    return sorted(set(found))
+        found.append((str(ip), int(hex_port, 16), int(fields[4].split(":")[1], 16), fields[9]))
+    return found
+
+
+def table_listeners(table: str, inodes: set[str] | None = None) -> list[str]:
+    """The listening sockets of /proc/net/tcp and tcp6 text as address:port; only those whose inode is
+    in inodes, when given."""
+    return sorted({f"{ip}:{port}" for ip, port, _, inode in listen_sockets(table) if inodes is None or inode in inodes})
 
 
 def beyond(listeners: list[str], allowed: list[str]) -> list[str]:
