@@ -89,7 +89,8 @@ LOCUST_MASTER_PORT = 5557   # Locust's own default
 
 
 def ipv4_and_port(value: str, what: str, default_port: int = LOCUST_MASTER_PORT) -> tuple[str, int]:
-    """IPV4-ADDRESS[:PORT]: an address, never a name (a lookup could leave this machine)."""
+    """IPV4-ADDRESS[:PORT]: an address, never a name (a lookup could leave this machine). The port is
+    not checked against this machine's ranges: it may be another machine's."""
     address, _, given = value.partition(":")
     try:
         ipaddress.IPv4Address(address)
@@ -97,7 +98,7 @@ def ipv4_and_port(value: str, what: str, default_port: int = LOCUST_MASTER_PORT)
         raise UsageError(f"{what} '{value}' must be IPV4-ADDRESS[:PORT]") from None
     if given and not given.isdigit():
         raise UsageError(f"{what} '{value}' must be IPV4-ADDRESS[:PORT]")
-    return address, port(int(given) if given else default_port, f"{what}'s port")
+    return address, int(given) if given else default_port
 
 
 def locust_master(value: str) -> tuple[str, int]:
@@ -113,4 +114,4 @@ def locust_master(value: str) -> tuple[str, int]:
             s.bind((address, 0))
         except OSError:
             raise UsageError(f"--locust-master {address} is not an address of this machine") from None
-    return address, chosen
+    return address, port(chosen, "--locust-master's port")
