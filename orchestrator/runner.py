@@ -199,7 +199,8 @@ class Run:
                 cell = cells[i]
                 scenario, conc, rate, network = cell
                 if self.net:
-                    self.net.shape(network)   # in place: the JVM keeps its connections
+                    # In place: the JVM keeps its connections, and the probe waits for their traffic.
+                    self.net.shape(network, settle=started.server.settle)
                 self.events.cell_starting.fire(target=target, cell=cell)
                 identity = self._identity(target, repeat, cell, started)
                 series: list[dict] = []

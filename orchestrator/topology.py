@@ -24,6 +24,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -353,15 +354,19 @@ class Network:
             time.sleep(0.01)
         return wire
 
-    def shape(self, level: str | None) -> None:
-        """Every wire as the level wants it, then every link's round trip probed."""
+    def shape(self, level: str | None, settle: Callable[[], float] | None = None) -> None:
+        """Every wire as the level wants it, then every link's round trip probed, once `settle` has
+        waited for the links to carry nothing but the probes (its wait is kept with them)."""
         if self.probes and self.level == level:
             return
         for name, shape in self.topology.shapes_at(level).items():
             if name in self.wires:
                 self.wires[name].reshape(shape)
         self.level = level
-        self.probes.append({"level": level, "at": time.strftime("%Y-%m-%dT%H:%M:%S"), "rtt": self.measure_rtt()})
+        probe = {"level": level, "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        if settle:
+            probe["settled_s"] = settle()
+        self.probes.append({**probe, "rtt": self.measure_rtt()})
 
     def subject_rtt_ms(self) -> float | None:
         """The probed round trip of the topology's subject link at the current level."""

@@ -17,6 +17,7 @@ from orchestrator import results
 from orchestrator.catalog import discover, resolve
 from orchestrator.plan import Plan, Settings
 from orchestrator.profiles import load as load_profile
+from orchestrator.runtimes.process import ProcessServer
 from orchestrator.topology import Link, Network, Shape, Topology, load, parse
 
 
@@ -71,6 +72,27 @@ def test_a_shape_is_written_for_the_wire_in_its_units():
     assert Shape().plain and not Shape(rate="1gbit").plain
 
 
+def test_a_server_settles_once_the_work_left_in_flight_is_done(tmp_path):
+    # a server still busy with what the last load queued (a real process counting for 1.5 s), then idle
+    done = tmp_path / "done"
+    busy = f"import pathlib, time\nt = time.time()\nwhile time.time() - t < 1.5: pass\n" \
+           f"pathlib.Path({str(done)!r}).touch()\ntime.sleep(60)"
+    popen = subprocess.Popen([sys.executable, "-c", busy])
+    try:
+        server = ProcessServer(popen, tmp_path / "log")
+        assert server.settle(max_s=30) < 30 and done.exists()
+        assert server.settle(max_s=30, step_s=0.2) < 30   # idle already: one step
+    finally:
+        popen.kill()
+        popen.wait()
+    spinning = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        assert ProcessServer(spinning, tmp_path / "log").settle(max_s=1.0) >= 1.0   # never idle: the cap
+    finally:
+        spinning.kill()
+        spinning.wait()
+
+
 @pytest.mark.slow
 def test_a_link_delays_by_its_round_trip_and_is_removed_after(tmp_path):
     path = tmp_path / "t.toml"
@@ -80,7 +102,8 @@ def test_a_link_delays_by_its_round_trip_and_is_removed_after(tmp_path):
     net.up()
     try:
         for level in topo.levels():
-            net.shape(level)
+            net.shape(level, settle=lambda: 0.25)
+        assert [p["settled_s"] for p in net.probes] == [0.25, 0.25]   # each probe after the server settled
         near, far = (p["rtt"]["app-db"]["median_ms"] for p in net.probes)
         # the wire's own cost near, and 30 ms of round trip far (15 ms each way, probed through the kernels)
         assert near < 1.0 and 30.0 <= far < 32.0, net.probes
