@@ -71,6 +71,29 @@ def cpu_ticks(cpus: set[int]) -> tuple[int, int]:
     return busy, total
 
 
+IDLE_SERVER = 0.05   # of one core: a JVM with no load (GC, JIT, timers) stays well below it
+IDLE_CPUS = 0.10     # of the load-generator CPUs' time: idle Redis, MariaDB and wires stay well below it
+
+
+def settle(server: Server, loadgen_cpus: set[int], max_s: float = 30.0, step_s: float = 0.5) -> float:
+    """Wait until the server and the load-generator CPUs are quiet for step_s (up to max_s); returns
+    the seconds waited. Requests the last load left queued keep the server or the database busy after
+    the generator stops, and a round trip probed meanwhile (on those CPUs, through wires that run
+    there) reads their contention, not the link."""
+    t0 = time.monotonic()
+    last, ticks = server.usage(), cpu_ticks(loadgen_cpus)
+    while last and time.monotonic() - t0 < max_s:
+        time.sleep(step_s)
+        now, now_ticks = server.usage(), cpu_ticks(loadgen_cpus)
+        if now is None:
+            break
+        busy, total = now_ticks[0] - ticks[0], now_ticks[1] - ticks[1]
+        if now.cpu_s - last.cpu_s <= IDLE_SERVER * step_s and busy <= IDLE_CPUS * total:
+            break
+        last, ticks = now, now_ticks
+    return round(time.monotonic() - t0, 2)
+
+
 def _at(points: list[Point], t: float, value) -> float:
     """A cumulative counter at epoch t, interpolated linearly between the polls around it."""
     before = [p for p in points if p.epoch_s <= t]

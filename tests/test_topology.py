@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import psutil
 import pytest
@@ -18,6 +19,7 @@ from orchestrator.catalog import discover, resolve
 from orchestrator.plan import Plan, Settings
 from orchestrator.profiles import load as load_profile
 from orchestrator.runtimes.process import ProcessServer
+from orchestrator.sampling import settle
 from orchestrator.topology import Link, Network, Shape, Topology, load, parse
 
 
@@ -72,25 +74,39 @@ def test_a_shape_is_written_for_the_wire_in_its_units():
     assert Shape().plain and not Shape(rate="1gbit").plain
 
 
-def test_a_server_settles_once_the_work_left_in_flight_is_done(tmp_path):
-    # a server still busy with what the last load queued (a real process counting for 1.5 s), then idle
-    done = tmp_path / "done"
-    busy = f"import pathlib, time\nt = time.time()\nwhile time.time() - t < 1.5: pass\n" \
-           f"pathlib.Path({str(done)!r}).touch()\ntime.sleep(60)"
-    popen = subprocess.Popen([sys.executable, "-c", busy])
+def _counting(seconds: float | None, done: Path | None = None, cpu: int | None = None) -> subprocess.Popen:
+    """A real process that counts for `seconds` (None: for ever) on `cpu`, then touches `done` and idles."""
+    code = (f"import os, pathlib, time\nif {cpu!r} is not None: os.sched_setaffinity(0, {{{cpu!r}}})\n"
+            f"t = time.time()\nwhile {seconds!r} is None or time.time() - t < {seconds!r}: pass\n"
+            f"pathlib.Path({str(done)!r}).touch()\ntime.sleep(60)")
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+def test_a_probe_waits_until_the_server_and_the_load_generator_cpus_are_quiet(tmp_path):
+    # what the last load left in flight: the server still working off its queue, or (the server
+    # waiting) the database counting on the load generator's CPU; settle returns once both are done
+    idle = _counting(0, tmp_path / "idle")
     try:
-        server = ProcessServer(popen, tmp_path / "log")
-        assert server.settle(max_s=30) < 30 and done.exists()
-        assert server.settle(max_s=30, step_s=0.2) < 30   # idle already: one step
+        wait_for(lambda: (tmp_path / "idle").exists(), 30, "an idle process")
+        quiet = ProcessServer(idle, tmp_path / "log")
+        for busy_server in (True, False):
+            done = tmp_path / f"done-{busy_server}"
+            busy = _counting(1.5, done, None if busy_server else 0)
+            try:
+                server = ProcessServer(busy, tmp_path / "log") if busy_server else quiet
+                assert settle(server, {0}, max_s=30) < 30 and done.exists()
+            finally:
+                busy.kill()
+                busy.wait()
+        spinning = _counting(None, cpu=0)
+        try:
+            assert settle(quiet, {0}, max_s=1.0) >= 1.0   # never quiet: the cap
+        finally:
+            spinning.kill()
+            spinning.wait()
     finally:
-        popen.kill()
-        popen.wait()
-    spinning = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        assert ProcessServer(spinning, tmp_path / "log").settle(max_s=1.0) >= 1.0   # never idle: the cap
-    finally:
-        spinning.kill()
-        spinning.wait()
+        idle.kill()
+        idle.wait()
 
 
 @pytest.mark.slow

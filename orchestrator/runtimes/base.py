@@ -11,9 +11,6 @@ from ..jvm import JvmCounters, read_counters
 from ..procs import listening_beyond
 
 
-IDLE_SHARE = 0.05   # of one core: a JVM with no load (GC, JIT and timers) stays well below it
-
-
 @dataclass(frozen=True)
 class LaunchSpec:
     target: Target
@@ -67,21 +64,6 @@ class Server(abc.ABC):
             time.sleep(0.1)
             u = self.usage()
         return u
-
-    def settle(self, max_s: float = 30.0, step_s: float = 0.5) -> float:
-        """Wait until the server has finished what the last load left in flight (its CPU under
-        IDLE_SHARE of a core for step_s), up to max_s; returns the seconds waited. Requests still
-        queued after the generator stopped keep the server and its database busy, and would show in a
-        round trip probed meanwhile (the far-database preset's probes share CPUs with the database)."""
-        t0 = time.monotonic()
-        last = self.usage()
-        while last and time.monotonic() - t0 < max_s:
-            time.sleep(step_s)
-            now = self.usage()
-            if now is None or now.cpu_s - last.cpu_s <= IDLE_SHARE * step_s:
-                break
-            last = now
-        return round(time.monotonic() - t0, 2)
 
     def counters(self) -> JvmCounters | None:
         """The JVM's own counters (hsperfdata: GC, JIT, threads); None when unreadable."""
