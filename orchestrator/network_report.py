@@ -8,7 +8,7 @@ import itertools
 import pandas as pd
 
 from .analysis import fmt
-from .topology import Topology
+from .topology import LOCAL, Topology
 
 SEPARATOR = " · "
 # A lead this large between medians is read as a difference; smaller ones are within this machine's
@@ -129,9 +129,12 @@ def describe(meta: dict) -> str | None:
         probed = [p["rtt"][name]["median_ms"] for p in net.get("rtt_probes", []) if name in p["rtt"]]
         shapes = "; ".join(f"{lv if lv != 'None' else 'configured'}: {s['rtt_ms']:g} ms" for lv, s in link["shapes"].items())
         links.append(f"{name} ({link['ends'][0]['address']} - {link['ends'][1]['address']}; {shapes}; probed "
-                     + (f"{fmt(min(probed), 'ms')} to {fmt(max(probed), 'ms')} over {len(probed)} probes"
-                        if probed else "never") + ")")
-    return (f"Topology {topo.name}: the load generator on this machine's own stack, the server on host "
+                     + (f"{fmt(min(probed), 'ms')} to {fmt(max(probed), 'ms')} over {len(probed)} "
+                        f"probe{'s' * (len(probed) != 1)}" if probed else "never") + ")")
+    n = (plan.get("profile", {}).get("ramp") or {}).get("workers", 0) if topo.workers != LOCAL else 0
+    generator = (f"the Locust master on this machine's own stack and its {n} worker{'s' * (n != 1)} on host "
+                 f"{topo.workers}" if n else "the load generator on this machine's own stack")
+    return (f"Topology {topo.name}: {generator}, the server on host "
             f"{topo.server}, Redis and MariaDB on host {topo.data} (network namespaces joined by veth links; a "
             f"link with a round trip is a delay wire, orchestrator/wire/). Links: " + "; ".join(links)
             + ". A probe is the median of 10 TCP connects answered by the far kernel's reset.")

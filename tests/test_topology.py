@@ -16,6 +16,7 @@ import pytest
 from conftest import PORTS, ROOT, bench, owned, start_bench, wait_for
 from orchestrator import results
 from orchestrator.catalog import discover, resolve
+from orchestrator.network_report import describe
 from orchestrator.plan import Plan, Settings
 from orchestrator.profiles import load as load_profile
 from orchestrator.runtimes.process import ProcessServer
@@ -210,6 +211,7 @@ def test_a_ramp_with_its_locust_worker_on_another_host(results_dir, tmp_path):
     assert (df["status"] == "ok").all() and len(df) == 2 and (df["requests"] > 0).all(), df
     meta = results.load_meta(results.find_run(None, results_dir))
     assert {"local-gen", "gen-app"} <= set(meta["network"]["links"])
+    assert "the Locust master on this machine's own stack and its 1 worker on host gen" in describe(meta)
     assert network_traces(run.pid) == []
 
 
