@@ -17,7 +17,7 @@ from pathlib import Path
 from rich.console import Console
 
 from . import infra as infra_mod
-from . import RESULTS_DIR, drivers, parity, sampling
+from . import RESULTS_DIR, drivers, parity
 from . import rows as rows_mod
 from .calibrate import ceilings, ensure_open_ceiling
 from .flight_recorder import COST
@@ -200,8 +200,7 @@ class Run:
                 scenario, conc, rate, network = cell
                 if self.net:
                     # In place: the JVM keeps its connections, and the probe waits for their traffic.
-                    self.net.shape(network, settle=lambda: sampling.settle(
-                        started.server, parse_cpus(self.plan.settings.loadgen_cpus)))
+                    self.net.shape(network, started.server)
                 self.events.cell_starting.fire(target=target, cell=cell)
                 identity = self._identity(target, repeat, cell, started)
                 series: list[dict] = []

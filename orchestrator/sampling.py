@@ -75,20 +75,24 @@ IDLE_SERVER = 0.05   # of one core: a JVM with no load (GC, JIT, timers) stays w
 IDLE_CPUS = 0.10     # of the load-generator CPUs' time: idle Redis, MariaDB and wires stay well below it
 
 
-def settle(server: Server, loadgen_cpus: set[int], max_s: float = 30.0, step_s: float = 0.5) -> float:
-    """Wait until the server and the load-generator CPUs are quiet for step_s (up to max_s); returns
-    the seconds waited. Requests the last load left queued keep the server or the database busy after
-    the generator stops, and a round trip probed meanwhile (on those CPUs, through wires that run
-    there) reads their contention, not the link."""
+def settle(server: Server | None, loadgen_cpus: set[int], max_s: float = 30.0, step_s: float = 0.5) -> float:
+    """Wait until the server (if one runs) and the load-generator CPUs are quiet for step_s (up to
+    max_s); returns the seconds waited. Requests the last load left queued keep the server or the
+    database busy after the generator stops, and a round trip probed meanwhile (on those CPUs, through
+    wires that run there) reads their contention, not the link."""
+    def cpu_s() -> float | None:
+        u = server.usage() if server else None
+        return u.cpu_s if u else (None if server else 0.0)
+
     t0 = time.monotonic()
-    last, ticks = server.usage(), cpu_ticks(loadgen_cpus)
-    while last and time.monotonic() - t0 < max_s:
+    last, ticks = cpu_s(), cpu_ticks(loadgen_cpus)
+    while last is not None and time.monotonic() - t0 < max_s:
         time.sleep(step_s)
-        now, now_ticks = server.usage(), cpu_ticks(loadgen_cpus)
+        now, now_ticks = cpu_s(), cpu_ticks(loadgen_cpus)
         if now is None:
             break
         busy, total = now_ticks[0] - ticks[0], now_ticks[1] - ticks[1]
-        if now.cpu_s - last.cpu_s <= IDLE_SERVER * step_s and busy <= IDLE_CPUS * total:
+        if now - last <= IDLE_SERVER * step_s and busy <= IDLE_CPUS * total:
             break
         last, ticks = now, now_ticks
     return round(time.monotonic() - t0, 2)

@@ -24,14 +24,15 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import round_trip
+from . import round_trip, sampling
 from .documents import Document
+from .jvm import parse_cpus
 from .errors import BenchError, UsageError
 from .procs import log_tail, require_tool, spawn, stop
+from .runtimes import Server
 from .tools import compiled
 
 LOCAL = "local"
@@ -354,18 +355,17 @@ class Network:
             time.sleep(0.01)
         return wire
 
-    def shape(self, level: str | None, settle: Callable[[], float] | None = None) -> None:
-        """Every wire as the level wants it, then every link's round trip probed, once `settle` has
-        waited for the links to carry nothing but the probes (its wait is kept with them)."""
+    def shape(self, level: str | None, server: Server | None = None) -> None:
+        """Every wire as the level wants it, then every link's round trip probed once the server (if
+        one runs) and the CPUs of the wires and the probes are quiet (the wait is kept with them)."""
         if self.probes and self.level == level:
             return
         for name, shape in self.topology.shapes_at(level).items():
             if name in self.wires:
                 self.wires[name].reshape(shape)
         self.level = level
-        probe = {"level": level, "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-        if settle:
-            probe["settled_s"] = settle()
+        probe = {"level": level, "at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                 "settled_s": sampling.settle(server, parse_cpus(self.cpus) if self.cpus else os.sched_getaffinity(0))}
         self.probes.append({**probe, "rtt": self.measure_rtt()})
 
     def subject_rtt_ms(self) -> float | None:

@@ -119,11 +119,12 @@ def test_a_link_delays_by_its_round_trip_and_is_removed_after(tmp_path):
     net.up()
     try:
         for level in topo.levels():
-            net.shape(level, settle=lambda: 0.25)
-        assert [p["settled_s"] for p in net.probes] == [0.25, 0.25]   # each probe after the server settled
-        near, far = (p["rtt"]["app-db"]["median_ms"] for p in net.probes)
-        # the wire's own cost near, and 30 ms of round trip far (15 ms each way, probed through the kernels)
-        assert near < 1.0 and 30.0 <= far < 32.0, net.probes
+            net.shape(level)
+        assert all(0 < p["settled_s"] < 30 for p in net.probes)   # each probed once CPU 0 was quiet
+        near, far = (p["rtt"]["app-db"] for p in net.probes)
+        # the wire's own cost near, and 30 ms of round trip far (15 ms each way, probed through the
+        # kernels): never less, and the fastest probe within 2 ms of it (a busy or stolen CPU only adds)
+        assert near["median_ms"] < 1.0 and 30.0 <= far["min_ms"] < 32.0 and far["median_ms"] < 40.0, net.probes
         plain = net.probes[-1]["rtt"]["local-app"]["median_ms"]
         assert plain < 1.0   # a veth link without a shape adds nothing
         assert net.address("db", "app") != net.address("db", "local")   # each link its own addresses
@@ -166,11 +167,11 @@ def test_a_run_on_three_hosts_serves_its_load_across_the_links(results_dir):
     df = results.load(run)
     assert (df["status"] == "ok").all() and (df["requests"] > 0).all(), df[["scenario", "reason"]]
     assert df["network"].isna().all()   # one level: run.json says where everything ran
-    # the row carries the link's round trip as probed, not as configured
-    assert df["network_rtt_ms"].between(20.0, 22.0).all(), df["network_rtt_ms"]
+    # the row carries the link's round trip as probed (20 ms and the wire's cost), not as configured
     meta = results.load_meta(run)
+    probe = meta["network"]["rtt_probes"][0]["rtt"]["app-db"]
+    assert (df["network_rtt_ms"] == probe["median_ms"]).all() and 20.0 <= probe["min_ms"] < 22.0, probe
     assert set(meta["network"]["links"]) == {"local-app", "local-db", "app-db"}
-    assert 20.0 <= meta["network"]["rtt_probes"][0]["rtt"]["app-db"]["median_ms"] < 22.0
     # the target listened at its own host's end of the load's link, in 198.18.0.0/15
     server = meta["network"]["links"]["local-app"]["ends"][1]
     assert server["host"] == "app" and server["address"].startswith("198.1")
