@@ -199,7 +199,7 @@ class Run:
                 cell = cells[i]
                 scenario, conc, rate, network = cell
                 if self.net:
-                    # In place: the JVM keeps its connections, and the probe waits for their traffic.
+                    # In place: the JVM keeps its connections; the probe waits for it and the database to go quiet.
                     self.net.shape(network, started.server)
                 self.events.cell_starting.fire(target=target, cell=cell)
                 identity = self._identity(target, repeat, cell, started)

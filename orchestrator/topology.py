@@ -29,8 +29,8 @@ from pathlib import Path
 
 from . import round_trip, sampling
 from .documents import Document
-from .jvm import parse_cpus
 from .errors import BenchError, UsageError
+from .jvm import parse_cpus
 from .procs import log_tail, require_tool, spawn, stop
 from .runtimes import Server
 from .tools import compiled
@@ -364,9 +364,9 @@ class Network:
             if name in self.wires:
                 self.wires[name].reshape(shape)
         self.level = level
-        probe = {"level": level, "at": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                 "settled_s": sampling.settle(server, parse_cpus(self.cpus) if self.cpus else os.sched_getaffinity(0))}
-        self.probes.append({**probe, "rtt": self.measure_rtt()})
+        at = time.strftime("%Y-%m-%dT%H:%M:%S")
+        settled = sampling.settle(server, parse_cpus(self.cpus) if self.cpus else os.sched_getaffinity(0))
+        self.probes.append({"level": level, "at": at, "settled_s": settled, "rtt": self.measure_rtt()})
 
     def subject_rtt_ms(self) -> float | None:
         """The probed round trip of the topology's subject link at the current level."""
