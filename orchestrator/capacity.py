@@ -114,6 +114,10 @@ class Search:
     low: float = 0.0               # the highest rate that passed
     high: float | None = None      # the lowest rate that failed
     limit: float | None = None     # the lowest rate the generator could not offer
+    # best of two: a failed rate is probed once more and passes if either probe passed (for a
+    # generator's own ceiling, where a window spoiled by anything else on the machine is not the
+    # generator's limit; a target's capacity keeps the strict rule, every probe at a rate must pass)
+    retry_failures: bool = False
     probes: list[tuple[float, Verdict]] = field(default_factory=list)
 
     def next_rate(self) -> float | None:
@@ -122,7 +126,8 @@ class Search:
         if len(self.probes) >= self.max_probes:
             return None
         last = self.probes[-1][1] if self.probes else None
-        if last and last.close and last.state == PASS and not self._repeated():
+        if last and not self._repeated() and \
+                (last.state == FAIL if self.retry_failures else last.close and last.state == PASS):
             return self.probes[-1][0]
         if self.high is None and self.limit is None:
             rate = self.start if not self.probes else 2 * self.low
@@ -148,6 +153,11 @@ class Search:
         states = [v.state for r, v in self.probes if r == rate]
         if verdict.state == LIMIT:
             self.limit = rate if self.limit is None else min(self.limit, rate)
+        elif self.retry_failures:
+            if PASS in states:
+                self.low = max(self.low, rate)
+            elif self._repeated():
+                self.high = rate if self.high is None else min(self.high, rate)
         elif all(s == PASS for s in states) and (not verdict.close or self._repeated()):
             self.low = max(self.low, rate)
         elif FAIL in states:

@@ -51,7 +51,7 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
                    ramp=p.ramp, out_dir=out_dir)
     base = {**base, "warmup_s": warm.spent_s, "warmup_windows": len(warm.windows)}
     cores = cpu_count(s.loadgen_cpus)
-    ceiling = ceilings(loadgen_cpus=s.loadgen_cpus).get(p.driver)
+    ceiling = ceilings(results_dir=environment.results_root, loadgen_cpus=s.loadgen_cpus).get(p.driver)
     # Little's law ties rps and latency to the clients only in a closed loop of fixed size.
     closed = p.kind in ("throughput", "ramp")
     recorder = CellRecorder(environment.jdk.home, started.server.pid, environment.logs / "jfr" / out_dir.name,
@@ -85,7 +85,8 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
         return sampler.window(r.started_at, r.started_at + r.duration_s, whole_load)
 
     if p.kind == "capacity":
-        most = ceilings(loadgen_cpus=s.loadgen_cpus, key="open_ceiling_rps").get(p.driver)
+        most = ceilings(results_dir=environment.results_root, loadgen_cpus=s.loadgen_cpus,
+                        key="open_ceiling_rps").get(p.driver)
         return search_rows(p, base, SCENARIOS[scenario], load, run, window, flags, most, progress, recorder), []
     name = f"{scenario}-" + (f"r{rate:g}" if rate else f"c{concurrency}")
     result, sampler = run(load, name)

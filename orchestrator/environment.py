@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from . import RESULTS_DIR
 from . import infra as infra_mod
 from . import runtimes
 from .build import build
@@ -68,9 +69,10 @@ class Environment:
     targets (with their backends) on free ports."""
 
     def __init__(self, settings: Settings, logs: Path, console: Console,
-                 catalog: dict[str, Framework] | None = None):
+                 catalog: dict[str, Framework] | None = None, results_root: Path = RESULTS_DIR):
         self.settings = settings
         self.logs = logs
+        self.results_root = results_root   # where this machine's calibration.json is read and kept
         self.console = console
         self.catalog = catalog or discover()
         self.runtime: Runtime = runtimes.get(settings.runtime, settings.memory)

@@ -45,7 +45,8 @@ def execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | Non
     events.cell_measured.add_listener(lambda rows, series: store.add(rows, series))
     events.cell_failed.add_listener(lambda rows: store.add(rows))
     with quiet_sigterm(), ConsoleView(console, events):
-        return Run(plan, store, Environment(plan.settings, store.logs, console, catalog), events).execute(argv)
+        environment = Environment(plan.settings, store.logs, console, catalog, results_root=store.dir.parent)
+        return Run(plan, store, environment, events).execute(argv)
 
 
 class Run:
@@ -65,7 +66,7 @@ class Run:
             self.events.notice.fire(text=f"removed a leftover of an earlier run: {leftover}", warning=True)
         environment.check_ports(targets, shared_infra=infra_mod.load_state() is not None)
         if plan.profile.kind == "capacity":
-            ensure_open_ceiling(plan.profile.driver, s.server_cpus, s.loadgen_cpus, s.port, RESULTS_DIR,
+            ensure_open_ceiling(plan.profile.driver, s.server_cpus, s.loadgen_cpus, s.port, environment.results_root,
                                 lambda text: self.events.notice.fire(text=text, warning=False))
         meta = store.meta() if (store.dir / "run.json").exists() else self._new_meta(argv)
         todo = plan.todo(targets, store.done())
@@ -125,9 +126,10 @@ class Run:
                 "jdk": {"home": str(self.environment.jdk.home), "version": self.environment.jdk.version},
                 "tools": tool_versions(), "plan": self.plan.to_dict(), "warnings": [f"busy: {w}" for w in busy] + recorded,
                 # what `bench calibrate` measured each generator to reach here: the near-generator-ceiling flag's bar
-                "generator_ceilings": ceilings(loadgen_cpus=s.loadgen_cpus),
+                "generator_ceilings": ceilings(results_dir=self.environment.results_root, loadgen_cpus=s.loadgen_cpus),
                 # and the highest arrival rate each keeps here: a capacity search's cap
-                "generator_open_ceilings": ceilings(loadgen_cpus=s.loadgen_cpus, key="open_ceiling_rps"),
+                "generator_open_ceilings": ceilings(results_dir=self.environment.results_root, loadgen_cpus=s.loadgen_cpus,
+                                                   key="open_ceiling_rps"),
                 "status": "running"}
         if self.environment.runtime.host:
             from .docker_engine import describe_remote
