@@ -252,7 +252,7 @@ def open_model(name: str, servers: list[psutil.Process], port: int, loadgen_cpus
     search: nginx is far from its own limit there, so a failure is the generator's, or the machine's.
     Each probe starts once the CPUs are quiet, and a failed rate is probed again (best of two): a
     window spoiled by something else on the machine would otherwise cap every capacity search here
-    (a CI run read 484/s, where this machine kind keeps 3,875-4,000/s)."""
+    (a CI run read 484/s, where this machine kind keeps 2,875-4,875/s)."""
     gen, probes = driver(name), []
     search = Search(OPEN_START, OPEN_RESOLUTION, OPEN_PROBES, retry_failures=True)
     quiet = parse_cpus(loadgen_cpus) | {c for s in servers for c in s.cpu_affinity()}
