@@ -271,7 +271,8 @@ def open_model(name: str, servers: list[psutil.Process], port: int, loadgen_cpus
                        "generator_cpu_pct": round(100 * r.loadgen_cpu_s / r.duration_s / cpu_count(loadgen_cpus), 1),
                        "server_cpu_pct": round(server_pct, 1), "settled_s": settled_s,
                        "verdict": f"{verdict.state}: {verdict.why}"})
-        say(f"[dim]  {name} open model at {rate:,.0f}/s: {verdict.state} ({escape(verdict.why)})[/]")
+        waited = f", after {settled_s:g} s waiting for quiet CPUs" if settled_s > 1 else ""
+        say(f"[dim]  {name} open model at {rate:,.0f}/s: {verdict.state} ({escape(verdict.why)}{waited})[/]")
     return {"open_ceiling_rps": round(search.low), "open_outcome": search.outcome(),
             "open_test": OPEN.describe(SCENARIO), "open_window_s": window_s, "open_probes": probes}
 

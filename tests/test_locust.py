@@ -148,7 +148,8 @@ def test_a_step_covers_the_seconds_its_users_ran(server, tmp_path, workers):
         before = next(rec for rec in series if rec["epoch_s"] == r.started_at - 1)
         assert before["step"] is None, (step, series)
         # About 10 req/s per user on a 100 ms answer, in every second of the step.
-        assert all(6 * ramp.users(step) <= rec["rps"] <= 11 * ramp.users(step) for rec in mine), (step, series)
+        assert all(6 * ramp.users(step) <= rec["rps"] <= 11 * ramp.users(step) for rec in mine), \
+            (step, [(rec["t_s"], rec["users"], rec["step"], rec["rps"]) for rec in series])   # short: not cut off
         # Each process's CPU, from the samples every process sends (a worker's with its reports)
         assert 0 < r.loadgen_cpu_s < r.duration_s * (1 + workers), (step, r.loadgen_cpu_s)
         assert all(0 < rec["loadgen_cpu_pct"] <= 110 for rec in mine), (step, series)
