@@ -103,12 +103,19 @@ def _k6() -> None:
     stamp.write_text(K6)
 
 
+# Every run prints its slowest tests, so that a slow newcomer shows in the next run, not as a CI
+# run over its limit (the suite's budget: README, "Two commands").
+SLOWEST = "--durations=25"
+
+
 def _tests(args: list[str]) -> None:
-    """The fast tier (no JVM, no load: about a minute), then, if it passed, the slow one. `--fast`
+    """The fast tier (no JVM, no load: under a minute), then, if it passed, the slow one. `--fast`
     stops after the fast tier; a -m, -k or test path of one's own runs just that."""
     pytest = [str(VENV / "bin" / "python"), "-m", "pytest"]
     fast = "--fast" in args
     args = [a for a in args if a != "--fast"]
+    if not any(a.startswith("--durations") for a in args):
+        args = [SLOWEST, *args]
     if any(a in ("-m", "-k") or a.startswith(("tests", "-m=", "-k=")) for a in args):
         os.execv(pytest[0], [*pytest, *args])
     print("fast tier: pytest -m 'not slow'", flush=True)

@@ -32,7 +32,7 @@ DOCKER = ["--runtime", "docker", "--offline"]
 
 
 def test_run_in_containers_writes_the_same_rows(results_dir):
-    r = bench("run", "-f", "fixture:ok", "-s", "json,sleep", "-c", "8", "--warmup", "1s", "-d", "2s",
+    r = bench("run", "-f", "fixture:ok", "-s", "json,sleep", "-c", "8", "--warmup", "1s", "--warmup-max", "1s", "-d", "2s",
               "--memory", "768m", "--results-dir", str(results_dir), *DOCKER, *PORTS)
     assert r.returncode == 0, r.stdout + r.stderr
     df = pd.read_parquet(next(results_dir.iterdir()) / "measurements.parquet")
@@ -147,7 +147,7 @@ def test_targets_on_a_remote_engine_are_loaded_from_here(results_dir, remote_eng
     remote = docker.DockerClient(base_url=remote_engine)
     assert not remote.images.list()   # it gets its images from this machine's engine
     env = bench_env(DOCKER_HOST=remote_engine)
-    r = bench("run", "-f", "fixture:ok,fixture:exposed", "-s", "json,sleep", "-c", "8", "--warmup", "1s", "-d", "2s",
+    r = bench("run", "-f", "fixture:ok,fixture:exposed", "-s", "json,sleep", "-c", "8", "--warmup", "1s", "--warmup-max", "1s", "-d", "2s",
               "--jfr", "--results-dir", str(results_dir), *DOCKER, *PORTS, env=env)
     assert r.returncode == 1, r.stdout + r.stderr   # the exposed target fails its check
     run = next(results_dir.iterdir())

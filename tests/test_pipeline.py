@@ -29,7 +29,7 @@ def test_verify_passes_and_fails_with_clear_reasons():
 
 @pytest.mark.slow
 def test_run_writes_a_parquet_that_pandas_reads(results_dir):
-    r = bench("run", "-f", "fixture:ok", "-s", "json,sleep", "-c", "8", "--warmup", "1s", "-d", "2s",
+    r = bench("run", "-f", "fixture:ok", "-s", "json,sleep", "-c", "8", "--warmup", "1s", "--warmup-max", "1s", "-d", "2s",
               "--results-dir", str(results_dir), *PORTS)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "fixture:ok" in r.stdout and "rps" in r.stdout
@@ -147,13 +147,21 @@ BAD_INPUT = [
 
 
 def test_bad_input_is_one_line_and_exit_2(results_dir):
+    from concurrent.futures import ThreadPoolExecutor
     from conftest import bench_env
-    for args, extra, message in BAD_INPUT:
+
+    def refused(case):
+        args, extra, message = case
         if "--results-dir" not in args and args[0] in ("run", "results"):
             args = [*args, "--results-dir", str(results_dir)]
         if args[0] in ("run", "verify"):
             args = [args[0], *PORTS[:2], *args[1:]]  # the case's own --port, if any, comes later and wins
-        r = bench(*args, env=bench_env(**extra))
+        return args, message, bench(*args, env=bench_env(**extra))
+
+    # each case is a CLI process that refuses before it starts anything: two at a time, one per core
+    with ThreadPoolExecutor(2) as pool:
+        outcomes = list(pool.map(refused, BAD_INPUT))
+    for args, message, r in outcomes:
         assert r.returncode == 2, (args, r.stdout, r.stderr)
         assert message in " ".join(r.stderr.split()), (args, r.stderr)
         assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
