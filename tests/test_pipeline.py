@@ -48,6 +48,10 @@ def test_run_writes_a_parquet_that_pandas_reads(results_dir):
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["status"] == "finished" and meta["jdk"]["version"] and meta["host"]["cores"] >= 1
     assert (run_dir / "logs" / "fixture-ok-" f"{run_dir.name}.log").exists()
+    # without --jfr nothing is recorded, and its evidence is null (not measured), never zero
+    jfr = [c for c in results.COLUMNS if c.startswith("jfr_")]
+    assert df[jfr].isna().all().all(), df[jfr].notna().sum()
+    assert not (run_dir / "logs" / "jfr").exists()
 
 
 @pytest.mark.slow
