@@ -13,9 +13,8 @@ from orchestrator.catalog import discover
 
 from conftest import PORTS, ROOT, bench
 
-CATALOG = discover()
-IN_PRESETS = {t for name in presets.shipped()
-              for t in presets.load(name, discover(ROOT / "frameworks"), quick=True).matrix}
+CATALOG = discover(ROOT / "frameworks")
+IN_PRESETS = {t for name in presets.shipped() for t in presets.load(name, CATALOG, quick=True).matrix}
 UNVERIFIED = {name: [v for v in fw.variants if f"{name}:{v}" not in IN_PRESETS] for name, fw in CATALOG.items()}
 
 
