@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 from conftest import PORTS, ROOT, bench
-from orchestrator import presets, results
+from orchestrator import calibrate, presets, results
 from orchestrator.catalog import discover
 
 pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
@@ -28,7 +28,6 @@ def test_a_preset_runs_to_completion_in_its_quick_form(results_dir, name):
         # With no calibration in its --results-dir, the run measured k6's open-model ceiling first
         # and kept it there (never in the checkout's results/), as the search's cap
         assert "is not calibrated" in " ".join(r.stdout.split()), r.stdout[-3000:]
-        from orchestrator import calibrate
         assert calibrate.ceilings(results_dir=results_dir, loadgen_cpus="0", key="open_ceiling_rps")["k6"] >= 500
         # a search writes its probes (as many as it takes) and then one capacity row per target and scenario
         found, df = df[df["rate"].isna()], df[df["rate"].notna()]
