@@ -122,8 +122,24 @@ def _tests(args: list[str]) -> None:
     code = subprocess.run([*pytest, "-m", "not slow", *args]).returncode
     if code or fast:
         sys.exit(code)
+    _slow_setup()
     print("slow tier: pytest -m slow (JVMs, Redis, MariaDB, load generators, Docker, Chromium)", flush=True)
     os.execv(pytest[0], [*pytest, "-m", "slow", *args])
+
+
+def _slow_setup() -> None:
+    """What the slow tier needs before its first test, as `bench` does it for a user: Maven's
+    downloads and every framework's build (the repo's and the tests' fixture), and Docker's local
+    base images. Timed apart, so that the tier's own time is the tests'; a failure here is left to
+    the test that meets it, with its log."""
+    bench, started = str(VENV / "bin" / "bench"), time.monotonic()
+    print("set-up for the slow tier: bench build (every framework), bench images bootstrap", flush=True)
+    fixtures = {**os.environ, "BENCH_FRAMEWORKS_DIR": str(ROOT / "tests" / "fixtures" / "frameworks")}
+    for argv, env in (([bench, "build"], None), ([bench, "build", "-f", "fixture"], fixtures),
+                      ([bench, "images", "bootstrap"], None)):
+        if subprocess.run(argv, env=env).returncode:
+            print(f"set-up: `{' '.join(argv[1:])}` failed; the tests that need it will say why", flush=True)
+    print(f"set-up for the slow tier took {time.monotonic() - started:.0f} s", flush=True)
 
 
 def main(args: list[str]) -> None:

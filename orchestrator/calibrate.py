@@ -53,6 +53,7 @@ GENERATORS = (*DRIVERS, "oha")
 OPEN_P99_MS = 5.0
 OPEN = Objective(percentile="p99", bound_ms=OPEN_P99_MS, error_budget=0.0)
 OPEN_START, OPEN_RESOLUTION, OPEN_PROBES, OPEN_MAX_VUS = 2000, 0.05, 16, 2000
+OPEN_WINDOW_S = 5.0   # a run's own calibration: its probes' length, up to this
 SCENARIO = Scenario("calibrate", "GET", "/plaintext", 200, "text/plain", HELLO)
 NGINX_INSTALL = "apt-get install -y nginx"
 
@@ -278,9 +279,11 @@ def open_model(name: str, servers: list[psutil.Process], port: int, loadgen_cpus
 
 
 def ensure_open_ceiling(name: str, server_cpus: str, loadgen_cpus: str, port: int, results_dir: Path,
-                        say) -> float:
-    """The generator's open-model ceiling with it on loadgen_cpus, measured now (about a minute) if
-    this machine has none: a capacity search above it would measure the generator."""
+                        window_s: float, say) -> float:
+    """The generator's open-model ceiling with it on loadgen_cpus, measured now if this machine has
+    none: a capacity search above it would measure the generator. Its probes are as long as the
+    search's (window_s, at most OPEN_WINDOW_S): what k6 keeps for 2 s is the cap of 2-s probes, and
+    10 or so probes take 10 window lengths and their pauses (35 s at 2 s, 70 s at 5 s)."""
     known = ceilings(results_dir=results_dir, loadgen_cpus=loadgen_cpus, key="open_ceiling_rps").get(name)
     if known:
         return known
@@ -292,7 +295,7 @@ def ensure_open_ceiling(name: str, server_cpus: str, loadgen_cpus: str, port: in
     (work / OWNER_FILE).write_text(str(os.getpid()))
     try:
         with quiet_sigterm(), nginx(port, server_cpus, work) as servers:
-            entry = open_model(name, servers, port, loadgen_cpus, work, 5.0, say)
+            entry = open_model(name, servers, port, loadgen_cpus, work, min(window_s, OPEN_WINDOW_S), say)
     except DriverFailed as e:
         raise BenchError(f"could not measure {name}'s open-model ceiling: {e}") from None
     finally:

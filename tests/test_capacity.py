@@ -96,7 +96,7 @@ def test_a_fixed_pool_of_16_threads_sleeping_100_ms_has_a_capacity_of_160_per_se
     # missing ceiling is the capacity-at-slo preset's (test_presets).
     calibrate._store(results_dir, host_info(), {"k6": {"open_ceiling_rps": 1000.0, "server_cpus": "1",
                                                        "loadgen_cpus": "0", "seeded": "test_capacity"}})
-    r = bench("run", *PORTS, "-f", "fixture:pool-16", "-s", "sleep", "-p", "capacity", "--duration", "4s",
+    r = bench("run", *PORTS, "-f", "fixture:pool-16", "-s", "sleep", "-p", "capacity", "--duration", "2s",
               "--warmup", "2s", "--results-dir", str(results_dir))
     assert r.returncode == 0, r.stdout + r.stderr
     df = results.load(root=results_dir)
