@@ -248,16 +248,22 @@ def _describe(cell: dict, metric: str) -> str:
     return f"{cell['target']} {fmt(cell[metric], METRICS[metric].unit)} [{why}]"
 
 
-def _verdict(best, runner, better: list[dict], metric: str, lo: float, hi: float) -> tuple[str, str]:
-    """(verdict, why) of one lead; see `leaders`."""
+def _verdict(best, runner, better: list[dict], others: list[dict], metric: str, lo: float,
+             hi: float) -> tuple[str, str]:
+    """(verdict, why) of one lead; see `leaders`. others: the excluded cells with a figure."""
     if best is None:
         return "no clean cell", "no clean cell"
     if better:
         what = "flagged" if all(c["state"] == "flagged" for c in better) else "flagged or partly failed"
         cells = "; ".join(_describe(c, metric) for c in better)
         return "inconclusive", f"{len(better)} {what} cell{'s' * (len(better) > 1)} did better: {cells}"
+    if runner is None and others:
+        # A flag's cause (a busy generator CPU, errors) can have lowered the other cell's own figure:
+        # beating it proves nothing, and there is nobody clean to beat.
+        cells = "; ".join(_describe(c, metric) for c in others)
+        return "inconclusive", f"the only clean cell; the others cannot be ranked: {cells}"
     if runner is None:
-        return "crowned", "the only clean cell"
+        return "crowned", "the only cell"
     if best[metric] == runner[metric]:
         return "within noise", "equal medians"
     if math.isnan(lo):
@@ -281,10 +287,11 @@ def leaders(summ: pd.DataFrame, metrics: list[str], x: str = "concurrency",
     a CV as `noise.floor()` gives it). `mde_pct`: the smallest lead these repeats could have shown
     (the noise floor's CV, else the CV of the two cells' repeats). `verdict`:
 
-    - "crowned": the interval excludes a tie (or best is the only clean cell);
+    - "crowned": the interval excludes a tie (or best is the only cell at its level);
     - "within noise": it does not; `why` gives its half-width;
-    - "inconclusive": a flagged or partly failed cell did better than best (`why` names them), or
-      neither repeats nor a noise floor give an interval;
+    - "inconclusive": a flagged or partly failed cell did better than best (`why` names them), best
+      is the only clean cell among flagged or partly failed ones, or neither repeats nor a noise
+      floor give an interval;
     - "no clean cell".
 
     `tie` is verdict == "within noise". `excluded` names the targets that were not ranked.
@@ -305,7 +312,8 @@ def leaders(summ: pd.DataFrame, metrics: list[str], x: str = "concurrency",
             sign = 1 if m.higher_is_better else -1
             better = [c for c in excluded.dropna(subset=[metric]).to_dict("records")
                       if best and sign * (c[metric] - value) > 0]
-            verdict, why = _verdict(best, runner, better, metric, lo, hi)
+            others = excluded.dropna(subset=[metric]).to_dict("records")
+            verdict, why = _verdict(best, runner, better, others, metric, lo, hi)
             rows.append({"scenario": scenario, x: level, "metric": metric,
                          "best": best["target"] if best else None, "best_value": value,
                          "runner_up": runner["target"] if runner else None, "runner_up_value": other,

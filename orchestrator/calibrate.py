@@ -142,6 +142,14 @@ def ceilings(host: dict | None = None, results_dir: Path = RESULTS_DIR, loadgen_
             and (loadgen_cpus is None or parse_cpus(str(e.get("loadgen_cpus", ""))) == parse_cpus(loadgen_cpus))}
 
 
+def cell_ceiling(driver: str, open_model: bool, results_dir: Path, loadgen_cpus: str) -> float | None:
+    """The calibrated ceiling a cell's rps is held against (`near-generator-ceiling`): for arrival
+    rates, what the generator keeps in an open model (k6: 2,875-4,875 req/s here), not its
+    closed-loop ceiling (about 30,000), which a rate cell k6 could not keep would never approach."""
+    return ceilings(results_dir=results_dir, loadgen_cpus=loadgen_cpus,
+                    key="open_ceiling_rps" if open_model else "ceiling_rps").get(driver)
+
+
 def _store(results_dir: Path, host: dict, entries: dict[str, dict], merge: bool = False) -> Path:
     """Each generator's entry replaces the stored one (merge: adds its keys to it, if that one was
     measured with the generator on the same CPUs; one measured on others is replaced)."""

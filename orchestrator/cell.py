@@ -8,7 +8,7 @@ from pathlib import Path
 
 from . import drivers
 from . import rows as rows_mod
-from .calibrate import ceilings
+from .calibrate import ceilings, cell_ceiling
 from .capacity import PASS, Search, judge, vus_for
 from .checks import cell_flags
 from .environment import Environment, Started
@@ -51,7 +51,7 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
                    ramp=p.ramp, out_dir=out_dir)
     base = {**base, "warmup_s": warm.spent_s, "warmup_windows": len(warm.windows)}
     cores = cpu_count(s.loadgen_cpus)
-    ceiling = ceilings(results_dir=environment.results_root, loadgen_cpus=s.loadgen_cpus).get(p.driver)
+    ceiling = cell_ceiling(p.driver, bool(rate) or p.kind == "capacity", environment.results_root, s.loadgen_cpus)
     # Little's law ties rps and latency to the clients only in a closed loop of fixed size.
     closed = p.kind in ("throughput", "ramp")
     recorder = CellRecorder(environment.jdk.home, started.server.pid, environment.logs / "jfr" / out_dir.name,

@@ -6,8 +6,9 @@ scenario it is about, the figure to show (a row column), and the evidence that t
 explanation: a measure of the row (MEASURES) and the condition under which the explanation holds
 (`holds = ">= 190"`), and optionally the load level the claim is about (`level = 2000`, in the
 run's level column: connections). The report writes one sentence per claim and load level, with medians over the
-repeats: "the explanation holds", "does not hold", or "no evidence recorded" when the run had none
-(for instance without --jfr).
+unflagged repeats: "the explanation holds", "does not hold", "no evidence recorded" when the run had none
+(for instance without --jfr), or "not judged" when every repeat carries a flag (a quick form's cold
+cells are `not-steady`).
 """
 from __future__ import annotations
 
@@ -71,14 +72,22 @@ def sentences(df: pd.DataFrame, claims: list[dict], x: str = "concurrency") -> l
         label, measure = MEASURES[c["evidence"]]
         op, bound = _HOLDS.fullmatch(c["holds"]).groups()
         for level, cell in rows.groupby(x, sort=True):
-            figure = cell[c["figure"]].median()
-            evidence = cell.apply(measure, axis=1).median()
-            if pd.isna(evidence):
+            # A flagged repeat measured something besides the target (a busy generator, a JIT still
+            # compiling): its figure and evidence judge nothing. Shown, never judged on.
+            flags = cell["flags"].fillna("") if "flags" in cell else pd.Series("", index=cell.index)
+            clean = cell[flags == ""]
+            figure = (clean if len(clean) else cell)[c["figure"]].median()
+            evidence = (clean if len(clean) else cell).apply(measure, axis=1).median()
+            left_out = f"; {len(cell) - len(clean)} flagged left out" if len(clean) < len(cell) else ""
+            if clean.empty:
+                seen = sorted({f for s in flags for f in s.split(",") if f})
+                verdict = f"not judged: every repeat was flagged ({', '.join(seen)})"
+            elif pd.isna(evidence):
                 verdict = "no evidence recorded (a run with --jfr records it)"
             else:
                 holds = _OPS[op](evidence, float(bound))
                 verdict = f"the explanation {'holds' if holds else 'does not hold'}"
             out.append(f"{c['claim']} Here: {c['target']} on {c['scenario']} at {x} {level:g}: {c['figure']} "
                        f"{figure:,.1f}; {label}: {'' if pd.isna(evidence) else f'{evidence:,.1f} '}(it needs "
-                       f"{op} {bound}): {verdict} ({len(cell)} repeat(s)).")
+                       f"{op} {bound}): {verdict} ({len(clean) or len(cell)} repeat(s){left_out}).")
     return out

@@ -4,7 +4,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import signal
 import sys
 from pathlib import Path
 from typing import Optional
@@ -15,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from . import REPO_ROOT, RESULTS_DIR, capacity, infra as infra_mod, options, presets, profiles, results, runner
+from . import REPO_ROOT, RESULTS_DIR, capacity, infra as infra_mod, interrupts, options, presets, profiles, results, runner
 from . import topology as topology_mod
 from .catalog import discover, select
 from .console import level_label
@@ -540,9 +539,7 @@ from .noise import register as _register_noise; _register_noise(app)
 
 def main() -> None:
     """Entry point: Typer handles usage errors (exit 2) and Ctrl-C; BenchError becomes one clear line."""
-    # A shell starts background jobs with SIGINT ignored, and Python keeps that: Ctrl-C (or a
-    # supervisor's SIGINT) must still stop a run cleanly, however bench was started.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    interrupts.install()
     try:
         app()
     except BenchError as e:

@@ -102,22 +102,43 @@ def _cells(df: pd.DataFrame, x: str) -> dict:
     return {key: g for key, g in df.groupby(["scenario", "target", x], sort=True)}
 
 
+# Flags whose cause is the target itself (it answered errors, dropped connections, died): a cell that
+# newly carries one broke, whatever else is flagged. The others (the generator's or the machine's)
+# say the figure measured something other than the target.
+TARGET_FLAGS = ("non-2xx", "socket-errors", "server-died")
+
+
 def _side(cell: pd.DataFrame | None, metric: str) -> tuple[np.ndarray, str]:
     """The repeats of one side that ran, and why the side can't be compared ('' when it can)."""
     if cell is None:
         return np.array([]), "missing"
     values = cell.loc[cell["status"] == "ok", metric].dropna().to_numpy(dtype=float)
-    return values, "" if len(values) else "failed"
+    failed = int((cell["status"] != "ok").sum())
+    if not len(values):
+        return values, "failed"
+    return values, f"{failed} of {len(cell)} repeats failed" if failed else ""
 
 
-def _note(n: int, m: int, why_a: str, why_b: str, alpha: float) -> str:
+def _target_flags(cell: pd.DataFrame | None) -> set[str]:
+    found = {f for s in cell["flags"] for f in s.split(",")} if cell is not None else set()
+    return found & set(TARGET_FLAGS)
+
+
+def _note(n: int, m: int, why_a: str, why_b: str) -> str:
     if why_a or why_b:
         return "; ".join(f"{why} in {side}" for side, why in (("A", why_a), ("B", why_b)) if why)
     if n < 2 or m < 2:
         return "no repeats: noise unknown"
-    if min_p_value(n, m) >= alpha:
-        return f"too few repeats to tell ({n}+{m}; 4+4 can)"
     return ""
+
+
+def repeats_needed(comparisons: int, alpha: float = ALPHA) -> int:
+    """The fewest repeats a side with which the smallest p-value survives Holm over `comparisons`
+    tests (the smallest is multiplied by their number): 4 for one, 5 for 2 to 3, 7 for 8 x 3 x 2."""
+    k = 2
+    while min_p_value(k, k) * max(1, comparisons) >= alpha:
+        k += 1
+    return k
 
 
 def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: str = "concurrency",
@@ -129,20 +150,26 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: s
     p_adjusted (Holm-Bonferroni over every row with a p-value), significant (p_adjusted < alpha),
     mde_pct (the smallest change these repeats could detect: the noise floor's CV of the metric from
     `noise`, else the CV of the two sides' repeats), flags (either side), note (why a cell can't be
-    judged) and verdict: "better", "worse", "~" (within the noise) or "?" (no verdict, see note).
+    judged), broke (B failed in some or all repeats, or newly answered errors or died, where A did
+    not) and verdict: "broke", "better", "worse", "~" (within the noise) or "?" (no verdict, see note).
     """
     cells_a, cells_b = _cells(a, x), _cells(b, x)
     rows = []
     for key in sorted(set(cells_a) | set(cells_b), key=lambda k: (str(k[0]), str(k[1]), k[2])):
         ca, cb = cells_a.get(key), cells_b.get(key)
         flags = ",".join(sorted({f for c in (ca, cb) if c is not None for s in c["flags"] for f in s.split(",") if f}))
+        newly = sorted(_target_flags(cb) - _target_flags(ca)) if ca is not None else []
         for metric in metrics:
             (va, why_a), (vb, why_b) = _side(ca, metric), _side(cb, metric)
             med_a = float(np.median(va)) if len(va) else math.nan
             med_b = float(np.median(vb)) if len(vb) else math.nan
             ratio = med_b / med_a if med_a else math.nan
             delta = (ratio - 1) * 100
-            note = _note(len(va), len(vb), why_a, why_b, alpha)
+            note = _note(len(va), len(vb), why_a, why_b)
+            # B broke where A did not: all or some of its repeats failed, or it newly answered errors
+            broke = (why_b == "failed" or "repeats failed" in why_b) and not why_a or bool(newly)
+            if newly:
+                note = "; ".join(w for w in (note, f"newly {', '.join(newly)} in B") if w)
             p = mann_whitney(va, vb) if min(len(va), len(vb)) > 1 else math.nan
             worse = -delta if METRICS[metric].higher_is_better else delta
             cv = (noise or {}).get(metric, pooled_cv(va, vb))
@@ -150,21 +177,31 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: s
                          "a_median": med_a, "a_spread_pct": _spread_pct(va), "a_n": len(va),
                          "b_median": med_b, "b_spread_pct": _spread_pct(vb), "b_n": len(vb),
                          "ratio": ratio, "delta_pct": delta, "worse_pct": worse, "p_value": p,
-                         "mde_pct": mde_pct(cv, len(va), len(vb)), "flags": flags, "note": note})
+                         "mde_pct": mde_pct(cv, len(va), len(vb)), "flags": flags, "note": note,
+                         "broke": broke})
     out = pd.DataFrame(rows)
     if out.empty:
         return out
+    # Holm multiplies the smallest p by the number of comparisons: where even the smallest p these
+    # repeats can give does not survive that, no verdict is possible, and "~" would claim one
+    family = int(out["p_value"].notna().sum())
+    floor = [min_p_value(n, m) * family for n, m in zip(out["a_n"], out["b_n"])]
+    short = (out["note"] == "") & (pd.Series(floor, index=out.index) >= alpha)
+    out.loc[short, "note"] = [f"too few repeats to tell ({n}+{m} over {family} comparisons: the smallest "
+                              f"adjusted p is {f:.2g}; {repeats_needed(family, alpha)} a side can)"
+                              for n, m, f in zip(out.loc[short, "a_n"], out.loc[short, "b_n"],
+                                                 pd.Series(floor, index=out.index)[short])]
     out.insert(out.columns.get_loc("p_value") + 1, "p_adjusted", holm(out["p_value"]))
     out.insert(out.columns.get_loc("p_adjusted") + 1, "significant", (out["p_adjusted"] < alpha) & (out["note"] == ""))
-    out["verdict"] = np.select([out["note"] != "", ~out["significant"], out["worse_pct"] > 0],
-                               ["?", "~", "worse"], "better")
+    out["verdict"] = np.select([out["broke"], out["note"] != "", ~out["significant"], out["worse_pct"] > 0],
+                               ["broke", "?", "~", "worse"], "better")
     return out
 
 
 def regressions(cmp: pd.DataFrame, pct: float) -> pd.DataFrame:
-    """The rows of `compare_runs` that gate a CI job: significantly worse by more than pct %, or
-    measured in A but failed in B (a target that broke is the largest regression there is). A flagged
-    cell (either side) never counts: its figure measured something other than the target."""
-    worse = cmp["significant"] & (cmp["worse_pct"] > pct)
-    broke = cmp["note"] == "failed in B"
-    return cmp[(worse | broke) & (cmp["flags"] == "")]
+    """The rows of `compare_runs` that gate a CI job: significantly worse by more than pct % in an
+    unflagged cell (a flag says the figure measured something other than the target), or broken in
+    B where A was not: some or all of its repeats failed, or it newly answered errors or died
+    (TARGET_FLAGS). A target that broke is the largest regression there is, flagged or not."""
+    worse = cmp["significant"] & (cmp["worse_pct"] > pct) & (cmp["flags"] == "")
+    return cmp[worse | cmp["broke"]]

@@ -327,8 +327,8 @@ def winner_text(lead: pd.Series) -> str:
     if lead["verdict"] == "no clean cell":
         return "no clean cell"
     if pd.isna(lead["runner_up"]):
-        text = f"{lead['best']} (the only clean cell)"
-        return text if lead["verdict"] == "crowned" else f"inconclusive: {text}, but {lead['why']}"
+        return f"{lead['best']} ({lead['why']})" if lead["verdict"] == "crowned" else \
+            f"inconclusive: {lead['best']} is {lead['why']}"
     vs = f"{_pct(lead['diff_pct'])} vs {lead['runner_up']}"
     mde = "" if pd.isna(lead["mde_pct"]) else f"; MDE {_mde(lead)}"
     if lead["verdict"] == "crowned":

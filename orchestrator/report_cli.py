@@ -14,7 +14,7 @@ from rich.table import Table
 from . import RESULTS_DIR, network_report, results
 
 console = Console(width=None if sys.stdout.isatty() else 160)
-VERDICT_STYLE = {"worse": "red", "better": "green", "~": "dim", "?": "yellow"}
+VERDICT_STYLE = {"broke": "bold red", "worse": "red", "better": "green", "~": "dim", "?": "yellow"}
 
 
 def _side(median: float, spread: float, n: int) -> str:
@@ -44,7 +44,8 @@ def register(app: typer.Typer) -> None:
                     fail_on_regression: Optional[float] = typer.Option(
                         None, "--fail-on-regression", metavar="PCT",
                         help="Exit 1 when a cell's rps dropped or p99 rose by more than PCT % beyond the noise, "
-                             "or a cell that ran in RUN_A failed in RUN_B."),
+                             "or a cell that ran in RUN_A broke in RUN_B: some or all of its repeats failed, or it "
+                             "newly answered errors or died."),
                     alpha: float = typer.Option(0.05, "--alpha", help="Family-wise significance level (Holm)."),
                     force: bool = typer.Option(False, "--force", help="Compare runs made with different drivers, "
                                                "pinning, heap, runtime or machines."),
@@ -72,7 +73,7 @@ def register(app: typer.Typer) -> None:
                       pad_edge=False)
         for _, r in cmp.iterrows():
             style = VERDICT_STYLE[r["verdict"]]
-            verdict = r["note"] if r["verdict"] == "?" else r["verdict"]
+            verdict = r["note"] if r["verdict"] in ("?", "broke") else r["verdict"]
             table.add_row(r["scenario"], r["target"], f"{r[x]:g}", r["metric"],
                           _side(r["a_median"], r["a_spread_pct"], r["a_n"]),
                           _side(r["b_median"], r["b_spread_pct"], r["b_n"]),
@@ -84,13 +85,14 @@ def register(app: typer.Typer) -> None:
         console.print(table)
         counts = cmp["verdict"].value_counts()
         source = f"the noise floor of {noise.machine_key(metas[0]['host'])}" if floor else "the repeats"
-        console.print(f"{len(cmp)} comparisons: {counts.get('worse', 0)} worse, {counts.get('better', 0)} better, "
+        console.print(f"{len(cmp)} comparisons: {counts.get('broke', 0)} broke, {counts.get('worse', 0)} worse, "
+                      f"{counts.get('better', 0)} better, "
                       f"{counts.get('~', 0)} within the noise (~), {counts.get('?', 0)} without a verdict (?). "
                       f"Two-sided Mann-Whitney U over the repeats, p adjusted by Holm-Bonferroni over the "
                       f"{int(cmp['p_value'].notna().sum())} comparisons with a p-value, family-wise alpha {alpha}; "
                       f"± is the largest distance of a repeat from the median; MDE is the smallest change these "
                       f"repeats could detect (power 0.8, noise: {source}): ~ is not proof of no change; flagged "
-                      f"cells (⚠) never count as regressions.", soft_wrap=True)
+                      f"cells (⚠) count as regressions only where B broke (failed repeats, or newly errors or a dead server).", soft_wrap=True)
         if fail_on_regression is None:
             return
         bad = compare.regressions(cmp, fail_on_regression)

@@ -17,6 +17,7 @@ from pathlib import Path
 from rich.console import Console
 
 from . import infra as infra_mod
+from . import interrupts
 from . import RESULTS_DIR, drivers, parity
 from . import rows as rows_mod
 from .calibrate import ceilings, ensure_open_ceiling
@@ -97,6 +98,7 @@ class Run:
                         cells = [cell for r, t, cell in todo if r == repeat and t.id == target.id]
                         if cells:
                             failed += self._run_target(target, repeat, cells)
+            interrupts.stop_if_asked()
             meta["status"] = "finished"
             return failed
         except KeyboardInterrupt:
@@ -144,6 +146,7 @@ class Run:
             if self.plan.settings.fresh_jvm_per_scenario else [cells]
         failed = 0
         for chunk in chunks:
+            interrupts.stop_if_asked()
             self._restart_dead_infra()
             infra_mod.reset_db(self.infra[0])
             started, lost = self._start_and_verify(target, repeat, chunk)
@@ -198,6 +201,7 @@ class Run:
         failed, i = 0, 0
         try:
             while started and i < len(cells):
+                interrupts.stop_if_asked()
                 cell = cells[i]
                 scenario, conc, rate, network = cell
                 if self.net:
@@ -256,13 +260,9 @@ def new_store(now: dt.datetime | None = None, root: Path = RESULTS_DIR) -> RunSt
     return RunStore(d)
 
 
-def _sigterm_as_interrupt(signum, frame):
-    raise KeyboardInterrupt
-
-
 @contextlib.contextmanager
 def quiet_sigterm():
-    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    previous = signal.signal(signal.SIGTERM, interrupts.on_signal)
     try:
         yield
     finally:

@@ -112,3 +112,4 @@ def test_an_open_model_ceiling_joins_an_entry_of_the_same_pinning_and_replaces_o
     calibrate._store(tmp_path, host, {"k6": {"open_ceiling_rps": 7_000, "loadgen_cpus": "0-1"}}, merge=True)
     assert calibrate.ceilings(results_dir=tmp_path, loadgen_cpus="0-1") == {}
     assert calibrate.ceilings(results_dir=tmp_path, loadgen_cpus="0-1", key="open_ceiling_rps") == {"k6": 7_000}
+

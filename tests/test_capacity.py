@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import PORTS, bench
-from orchestrator import calibrate, results
+from orchestrator import calibrate, checks, results
 from orchestrator.capacity import FAIL, LIMIT, PASS, Objective, Search, Verdict, judge, parse_slo, vus_for
 from orchestrator.drivers import LoadResult
 from orchestrator.errors import UsageError
@@ -76,10 +76,19 @@ def test_a_probe_has_the_vus_littles_law_needs_at_the_objective_and_drops_with_i
     objective = Objective("p99", 50.0, 0.001)
     assert vus_for(2000, objective, sleep, 2000) == 300 and vus_for(6000, objective, json, 2000) == 300
     assert vus_for(100, objective, json, 2000) == 50 and vus_for(100_000, objective, json, 2000) == 2000
-    fast_but_dropped = LoadResult(requests=95_000, duration_s=8.0, latency_p99=6.9, dropped=1000)
+    fast_but_dropped = LoadResult(requests=95_000, duration_s=8.0, latency_p99=6.9, latency_max=20.0, dropped=1000)
     assert judge(12_000, fast_but_dropped, [], objective, json, None, vus=600).state == LIMIT
-    slow_and_dropped = LoadResult(requests=40_000, duration_s=8.0, latency_p99=48.0, dropped=1000)
+    slow_and_dropped = LoadResult(requests=40_000, duration_s=8.0, latency_p99=48.0, latency_max=90.0, dropped=1000)
     assert judge(12_000, slow_and_dropped, [], objective, json, None, vus=600).state == FAIL
+
+
+def test_a_stall_that_p99_cannot_see_is_the_targets_not_the_generators():
+    # A 0.3-s pause at 4,000 req/s holds all 200 VUs and drops about 1,000 arrivals; the other
+    # 39,000 answers are fast, so p99 stays at 3 ms. The pause shows in the window's max.
+    objective, json = Objective("p99", 50.0, 0.001), SCENARIOS["json"]
+    stalled = LoadResult(requests=39_000, duration_s=10.0, latency_p99=3.0, latency_max=300.0, dropped=1000)
+    verdict = judge(4000, stalled, [], objective, json, None, vus=200)
+    assert verdict.state == FAIL and "dropped" in verdict.why
 
 
 def test_an_objective_is_written_percentile_equals_bound():
@@ -87,6 +96,16 @@ def test_an_objective_is_written_percentile_equals_bound():
     for bad in ("p98=50ms", "p99=50", "50ms"):
         with pytest.raises(UsageError, match="is not PERCENTILE=BOUNDms"):
             parse_slo(bad)
+
+
+def test_an_arrival_rate_cell_is_held_against_the_open_model_ceiling(tmp_path):
+    # k6 keeps 3,000 arrivals a second here but answers 30,000 in a closed loop: a --rate 4000 cell
+    # (rps about 4,000) is near the generator's limit, which only the open-model ceiling shows
+    calibrate._store(tmp_path, host_info(), {"k6": {"ceiling_rps": 30_000, "open_ceiling_rps": 3_000,
+                                                "loadgen_cpus": "0"}})
+    bar = calibrate.cell_ceiling("k6", True, tmp_path, "0")
+    assert bar == 3_000 and checks.near_ceiling(4_000, bar)
+    assert calibrate.cell_ceiling("k6", False, tmp_path, "0") == 30_000 and not checks.near_ceiling(4_000, 30_000)
 
 
 @pytest.mark.slow   # a real JVM and k6

@@ -129,7 +129,8 @@ def test_a_marginal_p_is_not_significant_among_many_cells():
     moved = one(compare.compare_runs(a, b))
     assert moved["p_value"] == pytest.approx(2 / 252) and moved["p_value"] < 0.05
     assert moved["p_adjusted"] == pytest.approx(20 * 2 / 252)  # rps and p99 of ten cells: 20 tests
-    assert not moved["significant"] and moved["verdict"] == "~"
+    # 5 + 5 repeats cannot survive 20 comparisons (2/252 x 20 = 0.16): no verdict, not "within the noise"
+    assert not moved["significant"] and moved["verdict"] == "?" and "6 a side can" in moved["note"]
     assert compare.regressions(compare.compare_runs(a, b), pct=5).empty
     alone = one(compare.compare_runs(a[a["target"] == "t0:x"], b[b["target"] == "t0:x"]))
     assert alone["significant"] and alone["verdict"] == "worse"  # 2 tests: 0.016
@@ -183,3 +184,34 @@ def test_setup_differences_names_pinning_heap_runtime_and_machine():
         "pinning server CPUs 1, load generator CPUs 0 vs server CPUs 1-2, load generator CPUs 0",
         "heap 512m vs 128m", "runtime process vs docker",
         "host vm, AMD EPYC, 2 cores vs elsewhere, AMD EPYC, 2 cores"]
+
+
+def test_a_verdict_holm_cannot_reach_says_so_and_names_the_repeats_it_needs():
+    # One cell, rps halved with no overlap: 4 + 4 gives p 0.029, but rps and p99 make two comparisons
+    # and Holm doubles it to 0.057. That is no evidence of "no change": it is no verdict.
+    a, b = rows("A", [10_000, 10_010, 10_020, 10_030]), rows("B", [5_000, 5_010, 5_020, 5_030])
+    cmp = compare.compare_runs(a, b)
+    assert one(cmp)["verdict"] == "?" and "5 a side can" in one(cmp)["note"]
+    five = compare.compare_runs(rows("A", [10_000, 10_010, 10_020, 10_030, 10_040]),
+                                rows("B", [5_000, 5_010, 5_020, 5_030, 5_040]))
+    assert one(five)["verdict"] == "worse" and len(compare.regressions(five, pct=10)) == 2
+    # 8 targets x 3 levels x rps and p99: 48 comparisons need 7 repeats a side
+    assert [compare.repeats_needed(n) for n in (1, 2, 3, 48)] == [4, 5, 5, 7]
+
+
+def test_a_cell_that_newly_answers_errors_is_a_regression_though_flagged():
+    a = rows("A", [10_000, 10_050, 9_950, 10_020, 9_980])
+    b = rows("B", [5_000, 5_050, 4_950, 5_020, 4_980], flags="non-2xx")
+    cmp = compare.compare_runs(a, b)
+    assert one(cmp)["verdict"] == "broke" and "newly non-2xx in B" in one(cmp)["note"]
+    assert len(compare.regressions(cmp, pct=10)) == 2
+    # errors in both runs are not new: the flag keeps the cell out, as any flag does
+    assert compare.regressions(compare.compare_runs(a.assign(flags="non-2xx"), b), pct=10).empty
+
+
+def test_repeats_that_crashed_in_b_are_a_regression_not_missing_noise():
+    a = rows("A", [10_000, 10_050, 9_950])
+    b = pd.concat([rows("B", [10_000]), rows("B", [0.0, 0.0], status="failed").assign(repeat=[2, 3])])
+    cmp = compare.compare_runs(a, b)
+    assert one(cmp)["verdict"] == "broke" and one(cmp)["note"] == "2 of 3 repeats failed in B"
+    assert len(compare.regressions(cmp, pct=10)) == 2

@@ -123,6 +123,16 @@ def test_a_single_repeat_is_judged_by_the_noise_floor_or_not_at_all():
     assert lead(cells("a", [10_800]), b, noise={"rps": 0.11})["verdict"] == "within noise"
 
 
+def test_the_only_clean_cell_is_not_crowned_over_flagged_ones():
+    # One repeat each and no floor: 10,000 against 9,500 is inconclusive; a flag on B whose cause
+    # lowers B's own figure (its generator CPU was busy) must not turn that into a crown for A.
+    a, b = cells("a", [10_000]), cells("b", [9_500])
+    assert lead(a, b)["verdict"] == "inconclusive"
+    r = lead(a, cells("b", [9_500], flags="loadgen-cpus-busy"))
+    assert r["verdict"] == "inconclusive" and r["why"].startswith("the only clean cell; the others cannot be ranked: b")
+    assert lead(a)["verdict"] == "crowned" and lead(a)["why"] == "the only cell"
+
+
 def test_a_crown_survives_dropping_any_one_repeat_or_becomes_within_noise():
     rng = np.random.default_rng(3)
     a, b = cells("a", rng.normal(12_000, 600, 4)), cells("b", rng.normal(10_000, 500, 4))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from orchestrator import options
@@ -226,3 +227,10 @@ def test_the_accept_queue_is_the_connections_the_server_has_not_taken():
         for s in clients + taken:
             s.close()
         listener.close()
+
+
+def test_nearest_rank_percentiles_land_on_their_rank_when_n_is_a_multiple_of_1000():
+    from orchestrator.drivers.base import latency_fields
+    for n in (1000, 3000):
+        out = latency_fields(np.arange(1, n + 1, dtype=float))
+        assert out["latency_p999"] == 0.999 * n and out["latency_p99"] == 0.99 * n and out["latency_p50"] == n / 2

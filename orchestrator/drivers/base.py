@@ -113,7 +113,8 @@ def latency_fields(values_ms, counts=None) -> dict[str, float]:
     out = {"latency_min": float(v[0]), "latency_max": float(v[-1]), "latency_mean": mean,
            "latency_stdev": float(np.sqrt((n * (v - mean) ** 2).sum() / total))}
     for key, p in PERCENTILES.items():
-        rank = max(1.0, np.ceil(p / 100.0 * total))
+        # rounded first: 99.9 / 100 * 1000 is 999.0000000000001 in floating point, one rank high
+        rank = max(1.0, np.ceil(round(p / 100.0 * total, 6)))
         out[f"latency_{key}"] = float(v[np.searchsorted(cum, rank)])
     return out
 
