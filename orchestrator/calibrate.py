@@ -256,14 +256,14 @@ def measure(name: str, servers: list[psutil.Process], port: int, server_cpus: st
 
 
 def open_model(name: str, servers: list[psutil.Process], port: int, loadgen_cpus: str, work: Path,
-               window_s: float, say) -> dict:
+               window_s: float, say, resolution: float = OPEN_RESOLUTION) -> dict:
     """The highest arrival rate the generator keeps against nginx (OPEN's test), by a capacity
     search: nginx is far from its own limit there, so a failure is the generator's, or the machine's.
     Each probe starts once the CPUs are quiet, and a failed rate is probed again (best of two): a
     window spoiled by something else on the machine would otherwise cap every capacity search here
     (a CI run read 484/s, where this machine kind keeps 2,875-4,875/s)."""
     gen, probes = driver(name), []
-    search = Search(OPEN_START, OPEN_RESOLUTION, OPEN_PROBES, retry_failures=True)
+    search = Search(OPEN_START, resolution, OPEN_PROBES, retry_failures=True)
     quiet = parse_cpus(loadgen_cpus) | {c for s in servers for c in s.cpu_affinity()}
     while (rate := search.next_rate()) is not None:
         settled_s = settle(None, quiet)
@@ -283,15 +283,19 @@ def open_model(name: str, servers: list[psutil.Process], port: int, loadgen_cpus
         waited = f", after {settled_s:g} s waiting for quiet CPUs" if settled_s > 1 else ""
         say(f"[dim]  {name} open model at {rate:,.0f}/s: {verdict.state} ({escape(verdict.why)}{waited})[/]")
     return {"open_ceiling_rps": round(search.low), "open_outcome": search.outcome(),
-            "open_test": OPEN.describe(SCENARIO), "open_window_s": window_s, "open_probes": probes}
+            "open_test": OPEN.describe(SCENARIO), "open_window_s": window_s, "open_resolution": resolution,
+            "open_probes": probes}
 
 
 def ensure_open_ceiling(name: str, server_cpus: str, loadgen_cpus: str, port: int, results_dir: Path,
-                        window_s: float, say) -> float:
+                        window_s: float, resolution: float, say) -> float:
     """The generator's open-model ceiling with it on loadgen_cpus, measured now if this machine has
     none: a capacity search above it would measure the generator. Its probes are as long as the
-    search's (window_s, at most OPEN_WINDOW_S): what k6 keeps for 2 s is the cap of 2-s probes, and
-    10 or so probes take 10 window lengths and their pauses (35 s at 2 s, 70 s at 5 s)."""
+    search's (window_s, at most OPEN_WINDOW_S), and it is resolved as finely as the search is
+    (resolution, at least OPEN_RESOLUTION): what k6 keeps for 2 s is the cap of 2-s probes, a cap
+    finer than the search reads nothing more, and each probe costs its window and a pause (14
+    probes of 2 s took 60 s here, the 6 a 50-% search needs about 25 s). A coarser cap is a lower
+    one: kept for later runs, it can only make their generator limit more cautious."""
     known = ceilings(results_dir=results_dir, loadgen_cpus=loadgen_cpus, key="open_ceiling_rps").get(name)
     if known:
         return known
@@ -303,7 +307,8 @@ def ensure_open_ceiling(name: str, server_cpus: str, loadgen_cpus: str, port: in
     (work / OWNER_FILE).write_text(str(os.getpid()))
     try:
         with quiet_sigterm(), nginx(port, server_cpus, work) as servers:
-            entry = open_model(name, servers, port, loadgen_cpus, work, min(window_s, OPEN_WINDOW_S), say)
+            entry = open_model(name, servers, port, loadgen_cpus, work, min(window_s, OPEN_WINDOW_S), say,
+                               max(resolution, OPEN_RESOLUTION))
     except DriverFailed as e:
         raise BenchError(f"could not measure {name}'s open-model ceiling: {e}") from None
     finally:

@@ -68,7 +68,8 @@ class Run:
         environment.check_ports(targets, shared_infra=infra_mod.load_state() is not None)
         if plan.profile.kind == "capacity":
             ensure_open_ceiling(plan.profile.driver, s.server_cpus, s.loadgen_cpus, s.port, environment.results_root,
-                                plan.profile.duration_s, lambda text: self.events.notice.fire(text=text, warning=False))
+                                plan.profile.duration_s, plan.profile.resolution,
+                                lambda text: self.events.notice.fire(text=text, warning=False))
         meta = store.meta() if (store.dir / "run.json").exists() else self._new_meta(argv)
         todo = plan.todo(targets, store.done())
         failed = 0

@@ -28,36 +28,27 @@ def calibration_nginx() -> list[str]:
 
 
 def test_calibrate_stores_ceilings_and_leaves_nothing_running(results_dir):
-    r = bench("calibrate", "--duration", "2s", "--generators", "wrk,k6", "--port", PORT,
+    # wrk only: k6's closed loop is the same measurement with another driver (test_profiles runs k6
+    # closed), and its open-model ceiling is measured, stored and checked by the capacity-at-slo
+    # preset's run (test_presets), which has none and must measure it first
+    r = bench("calibrate", "--duration", "2s", "--generators", "wrk", "--port", PORT,
               "--results-dir", str(results_dir), timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "wrk: " in r.stdout and "k6: " in r.stdout      # a progress line per generator
+    assert "wrk: " in r.stdout      # a progress line per generator
     assert calibration_nginx() == []
 
     doc = json.loads((results_dir / calibrate.FILE).read_text())
     (record,) = doc["machines"].values()
-    for name in ("wrk", "k6"):
-        e = record["generators"][name]
-        assert e["ceiling_rps"] > 0 and e["concurrency"] in calibrate.LEVELS
-        assert e["bound"] in ("server", "generator", "neither")
-        assert e["version"] and e["server"].startswith("nginx")
-        assert (e["server_cpus"], e["loadgen_cpus"]) == ("1", "0")
-        assert e["generator_cpu_pct"] > 0 and e["server_cpu_pct"] > 0
-
-    # k6 also runs arrival rates: its open-model ceiling is the highest probe that kept the rate
-    # with p99 within the test and nothing dropped, below its closed-loop ceiling
-    k6 = record["generators"]["k6"]
-    assert "open_ceiling_rps" not in record["generators"]["wrk"]
-    passed = [p["rate"] for p in k6["open_probes"] if p["verdict"].startswith("pass")]
-    assert k6["open_ceiling_rps"] == max(passed) < k6["ceiling_rps"]
-    for probe in k6["open_probes"]:
-        if probe["verdict"].startswith("pass"):
-            assert probe["dropped"] == 0 and probe["p99_ms"] <= calibrate.OPEN_P99_MS
-            assert probe["rps"] >= 0.97 * probe["rate"]
-    assert calibrate.ceilings(results_dir=results_dir, key="open_ceiling_rps") == {"k6": k6["open_ceiling_rps"]}
+    e = record["generators"]["wrk"]
+    assert e["ceiling_rps"] > 0 and e["concurrency"] in calibrate.LEVELS
+    assert e["bound"] in ("server", "generator", "neither")
+    assert e["version"] and e["server"].startswith("nginx")
+    assert (e["server_cpus"], e["loadgen_cpus"]) == ("1", "0")
+    assert e["generator_cpu_pct"] > 0 and e["server_cpu_pct"] > 0
+    assert "open_ceiling_rps" not in e   # wrk runs no arrival rates
 
     ceilings = calibrate.ceilings(results_dir=results_dir)
-    assert set(ceilings) == {"wrk", "k6"}
+    assert set(ceilings) == {"wrk"}
     for ceiling in ceilings.values():
         assert near_ceiling(0.81 * ceiling, ceiling)
         assert not near_ceiling(0.79 * ceiling, ceiling)

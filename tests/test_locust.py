@@ -143,6 +143,8 @@ def test_a_step_covers_the_seconds_its_users_ran(server, tmp_path, workers):
     for step, r in enumerate(result.steps, start=1):
         mine = seconds_of(series, step)
         assert mine and all(rec["users"] == ramp.users(step) for rec in mine), (step, series)
+        # every user answered: no false users-unanswered where nobody starved (its test's other half)
+        assert r.users_answered == ramp.users(step) and "users-unanswered" not in cell_flags(ramp.users(step), r, 1)
         # Not before the series first saw its users, and after a second in transition.
         assert r.started_at >= min(rec["epoch_s"] for rec in series if rec["users"] == ramp.users(step))
         before = next(rec for rec in series if rec["epoch_s"] == r.started_at - 1)
@@ -169,10 +171,7 @@ def test_a_user_left_without_an_answer_for_a_whole_step_is_counted(server, tmp_p
     for step, r in enumerate(result.steps, start=1):
         assert r.users_answered == ramp.users(step) - 1, (step, r.users_answered)
         assert "users-unanswered" in cell_flags(ramp.users(step), r, 1), step
-    server.starve = server.starved = None
-    again = run(server, tmp_path, ramp)
-    assert [r.users_answered for r in again.steps] == [4, 8]
-    assert not any("users-unanswered" in cell_flags(ramp.users(i + 1), r, 1) for i, r in enumerate(again.steps))
+    # every user answered counts as such: test_a_step_covers_the_seconds_its_users_ran
 
 
 def start_workers(tmp_path, master: str, *args: str) -> subprocess.Popen:

@@ -1,6 +1,7 @@
 """Every preset runs end to end in its --quick form against the real frameworks of the repo."""
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pytest
@@ -29,6 +30,15 @@ def test_a_preset_runs_to_completion_in_its_quick_form(results_dir, name):
         # and kept it there (never in the checkout's results/), as the search's cap
         assert "is not calibrated" in " ".join(r.stdout.split()), r.stdout[-3000:]
         assert calibrate.ceilings(results_dir=results_dir, loadgen_cpus="0", key="open_ceiling_rps")["k6"] >= 500
+        # its ceiling is the highest probe that kept the rate with p99 within the test and nothing
+        # dropped, probed as long as the search's own probes
+        (record,) = json.loads((results_dir / calibrate.FILE).read_text())["machines"].values()
+        k6 = record["generators"]["k6"]
+        passed = [p for p in k6["open_probes"] if p["verdict"].startswith("pass")]
+        assert k6["open_ceiling_rps"] == max(p["rate"] for p in passed)
+        assert (k6["open_window_s"], k6["open_resolution"]) == (2.0, 0.5)   # as the quick search's probes
+        assert all(p["dropped"] == 0 and p["p99_ms"] <= calibrate.OPEN_P99_MS and p["rps"] >= 0.97 * p["rate"]
+                   for p in passed), passed
         # a search writes its probes (as many as it takes) and then one capacity row per target and scenario
         found, df = df[df["rate"].isna()], df[df["rate"].notna()]
         assert len(found) == len(measured) * preset.profile.repeat and found["verdict"].notna().all()
