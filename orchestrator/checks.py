@@ -75,27 +75,39 @@ def near_ceiling(rps: float, ceiling: float | None) -> bool:
 SUSPECTS = ("java", "mvn", "wrk", "locust", "h2load", "k6", "oha")
 
 
+class BusyProcesses:
+    """Other processes that burn CPU over a window of at least window_s from now, or that are known
+    to ruin figures (a JVM, a compile daemon). Only processes that exist now are watched, so what
+    this process starts meanwhile (its infrastructure) is not among them: a run opens the window
+    before it starts Redis and MariaDB and reads it after, rather than waiting a second apart."""
+
+    def __init__(self, threshold_pct: float = 10.0, window_s: float = 1.0):
+        self.threshold_pct, self.until = threshold_pct, time.monotonic() + window_s
+        me = {os.getpid(), *(p.pid for p in psutil.Process().children(recursive=True))}
+        self.procs = []
+        for p in psutil.process_iter(["pid", "name", "cmdline"]):
+            if p.pid in me or p.pid == 0:
+                continue
+            try:
+                p.cpu_percent(None)
+                self.procs.append(p)
+            except psutil.Error:
+                pass
+
+    def found(self) -> list[str]:
+        time.sleep(max(0.0, self.until - time.monotonic()))
+        found = []
+        for p in self.procs:
+            try:
+                pct = p.cpu_percent(None)
+                cmd = " ".join(p.info["cmdline"] or [p.info["name"] or ""])
+                suspect = p.info["name"] in SUSPECTS or "KotlinCompileDaemon" in cmd
+                if pct >= self.threshold_pct or suspect:
+                    found.append(f"pid {p.pid} {p.info['name']} ({pct:.0f}% CPU): {cmd[:100]}")
+            except psutil.Error:
+                pass
+        return found
+
+
 def busy_processes(threshold_pct: float = 10.0, window_s: float = 1.0) -> list[str]:
-    """Other processes that burn CPU now, or that are known to ruin figures (a JVM, a compile daemon)."""
-    me = {os.getpid(), *(p.pid for p in psutil.Process().children(recursive=True))}
-    procs = []
-    for p in psutil.process_iter(["pid", "name", "cmdline"]):
-        if p.pid in me or p.pid == 0:
-            continue
-        try:
-            p.cpu_percent(None)
-            procs.append(p)
-        except psutil.Error:
-            pass
-    time.sleep(window_s)
-    found = []
-    for p in procs:
-        try:
-            pct = p.cpu_percent(None)
-            cmd = " ".join(p.info["cmdline"] or [p.info["name"] or ""])
-            suspect = p.info["name"] in SUSPECTS or "KotlinCompileDaemon" in cmd
-            if pct >= threshold_pct or suspect:
-                found.append(f"pid {p.pid} {p.info['name']} ({pct:.0f}% CPU): {cmd[:100]}")
-        except psutil.Error:
-            pass
-    return found
+    return BusyProcesses(threshold_pct, window_s).found()

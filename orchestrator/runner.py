@@ -24,7 +24,7 @@ from .calibrate import ceilings, ensure_open_ceiling
 from .flight_recorder import COST
 from .catalog import Framework, Target, resolve
 from .cell import measure_cell
-from .checks import busy_processes
+from .checks import BusyProcesses
 from .console import ConsoleView
 from .environment import Environment, Started
 from .errors import TargetFailed
@@ -57,6 +57,7 @@ class Run:
         self.plan, self.store, self.environment, self.events = plan, store, environment, events
         self.infra: list = []   # the running infrastructure, replaced when it is restarted
         self.net = None         # the topology's hosts and links (topology.Network), when it has several
+        self.busy = None        # a new run's watch over other processes' CPU (checks.BusyProcesses)
 
     def execute(self, argv: list[str] | None) -> int:
         plan, store, environment, s = self.plan, self.store, self.environment, self.plan.settings
@@ -89,6 +90,7 @@ class Run:
                 return 0
             with environment.network() as net, environment.infra() as infra:
                 self.infra, self.net = infra, net
+                self._busy_warnings(meta)
                 if net:
                     meta["network"] = net.describe()   # the round trips probed at the start
                     store.write_meta(meta)
@@ -114,11 +116,21 @@ class Run:
             meta["parity"] = store.meta().get("parity") or meta.get("parity", {})
             store.write_meta(meta)
 
-    def _new_meta(self, argv: list[str] | None) -> dict:
-        """run.json of a new run: what ran, where, with which versions, and warnings about the machine."""
-        busy = busy_processes()
+    def _busy_warnings(self, meta: dict) -> None:
+        """Warn of, and keep in run.json, other processes that burned CPU since the run began."""
+        if self.busy is None:
+            return
+        busy, self.busy = self.busy.found(), None
         for w in busy:
             self.events.notice.fire(text=f"warning: busy machine: {w}", warning=True)
+        if busy:
+            meta["warnings"] = [f"busy: {w}" for w in busy] + meta["warnings"]
+            self.store.write_meta(meta)
+
+    def _new_meta(self, argv: list[str] | None) -> dict:
+        """run.json of a new run: what ran, where, with which versions, and warnings about the machine."""
+        # other processes' CPU is read over the build and the infrastructure's start (_busy_warnings)
+        self.busy = BusyProcesses()
         s = self.plan.settings
         # a capacity run has its generator's open-model ceiling by now (ensure_open_ceiling)
         recorded = [COST + ": compare these figures with runs recorded alike"] if s.jfr else []
@@ -127,7 +139,7 @@ class Run:
         meta = {"run_id": self.store.run_id, "started_at": dt.datetime.now().isoformat(timespec="seconds"),
                 "command": argv or sys.argv, "git_commit": git_commit(), "host": host_info(),
                 "jdk": {"home": str(self.environment.jdk.home), "version": self.environment.jdk.version},
-                "tools": tool_versions(), "plan": self.plan.to_dict(), "warnings": [f"busy: {w}" for w in busy] + recorded,
+                "tools": tool_versions(), "plan": self.plan.to_dict(), "warnings": recorded,
                 # what `bench calibrate` measured each generator to reach here: the near-generator-ceiling flag's bar
                 "generator_ceilings": ceilings(results_dir=self.environment.results_root, loadgen_cpus=s.loadgen_cpus),
                 # and the highest arrival rate each keeps here: a capacity search's cap

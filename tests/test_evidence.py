@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
 def run_dir(tmp_path_factory):
     results_dir = tmp_path_factory.mktemp("results")
     r = bench("run", "-f", "vertx:eventloop", "-s", "json,redis,db-read,db-write", "-c", "16", "--warmup", "1s",
-              "--warmup-max", "2s", "-d", "3s", "--results-dir", str(results_dir), *PORTS, frameworks=None)
+              "--warmup-max", "1s", "-d", "2s", "--results-dir", str(results_dir), *PORTS, frameworks=None)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     return next(results_dir.iterdir())
 

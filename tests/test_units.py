@@ -234,3 +234,24 @@ def test_nearest_rank_percentiles_land_on_their_rank_when_n_is_a_multiple_of_100
     for n in (1000, 3000):
         out = latency_fields(np.arange(1, n + 1, dtype=float))
         assert out["latency_p999"] == 0.999 * n and out["latency_p99"] == 0.99 * n and out["latency_p50"] == n / 2
+
+
+def test_a_busy_process_is_named_but_not_one_the_run_started_itself():
+    import os, signal, subprocess, sys
+    from orchestrator.checks import BusyProcesses
+    spin = f"{sys.executable} -c 'while True: pass'"
+    # not a child of this process (the shell that started it is gone): somebody else's busy process
+    other = int(subprocess.run(["sh", "-c", f"{spin} >/dev/null 2>&1 & echo $!"], capture_output=True,
+                               text=True).stdout)
+    mine = None
+    try:
+        watch = BusyProcesses(window_s=0.5)
+        mine = subprocess.Popen(["sh", "-c", f"exec {spin}"])   # what a run starts after: its Redis, its MariaDB
+        found = watch.found()
+        assert any(w.startswith(f"pid {other} ") for w in found), found
+        assert not any(w.startswith(f"pid {mine.pid} ") for w in found), found
+    finally:
+        os.kill(other, signal.SIGKILL)
+        if mine:
+            mine.kill()
+            mine.wait()
