@@ -90,20 +90,21 @@ class BusyProcesses:
                 continue
             try:
                 p.cpu_percent(None)
-                self.procs.append(p)
+                # read now: psutil reuses its Process objects, and a process_iter of other attributes
+                # elsewhere in the run (cleanup, ownership) replaces their `info`
+                self.procs.append((p, p.info["name"], " ".join(p.info["cmdline"] or [p.info["name"] or ""])))
             except psutil.Error:
                 pass
 
     def found(self) -> list[str]:
         time.sleep(max(0.0, self.until - time.monotonic()))
         found = []
-        for p in self.procs:
+        for p, name, cmd in self.procs:
             try:
                 pct = p.cpu_percent(None)
-                cmd = " ".join(p.info["cmdline"] or [p.info["name"] or ""])
-                suspect = p.info["name"] in SUSPECTS or "KotlinCompileDaemon" in cmd
+                suspect = name in SUSPECTS or "KotlinCompileDaemon" in cmd
                 if pct >= self.threshold_pct or suspect:
-                    found.append(f"pid {p.pid} {p.info['name']} ({pct:.0f}% CPU): {cmd[:100]}")
+                    found.append(f"pid {p.pid} {name} ({pct:.0f}% CPU): {cmd[:100]}")
             except psutil.Error:
                 pass
         return found

@@ -247,6 +247,10 @@ def test_a_busy_process_is_named_but_not_one_the_run_started_itself():
     try:
         watch = BusyProcesses(window_s=0.5)
         mine = subprocess.Popen(["sh", "-c", f"exec {spin}"])   # what a run starts after: its Redis, its MariaDB
+        # a run looks at processes with other attributes meanwhile (a build's Kotlin daemons), and
+        # psutil hands out the same Process objects
+        import psutil
+        list(psutil.process_iter(["pid", "cmdline"]))
         found = watch.found()
         assert any(w.startswith(f"pid {other} ") for w in found), found
         assert not any(w.startswith(f"pid {mine.pid} ") for w in found), found
