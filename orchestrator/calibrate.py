@@ -294,7 +294,7 @@ def ensure_open_ceiling(name: str, server_cpus: str, loadgen_cpus: str, port: in
     search's (window_s, at most OPEN_WINDOW_S), and it is resolved as finely as the search is
     (resolution, at least OPEN_RESOLUTION): what k6 keeps for 2 s is the cap of 2-s probes, a cap
     finer than the search reads nothing more, and each probe costs its window and a pause (14
-    probes of 2 s took 60 s here, the 6 a 50-% search needs about 25 s). A coarser cap is a lower
+    probes of 2 s took 60 s here, the 7 of a 50-% search about 30 s). A coarser cap is a lower
     one: kept for later runs, it can only make their generator limit more cautious."""
     known = ceilings(results_dir=results_dir, loadgen_cpus=loadgen_cpus, key="open_ceiling_rps").get(name)
     if known:

@@ -76,8 +76,8 @@ def sentences(df: pd.DataFrame, claims: list[dict], x: str = "concurrency") -> l
             # compiling): its figure and evidence judge nothing. Shown, never judged on.
             flags = cell["flags"].fillna("") if "flags" in cell else pd.Series("", index=cell.index)
             clean = cell[flags == ""]
-            figure = (clean if len(clean) else cell)[c["figure"]].median()
-            evidence = (clean if len(clean) else cell).apply(measure, axis=1).median()
+            shown = clean if len(clean) else cell
+            figure, evidence = shown[c["figure"]].median(), shown.apply(measure, axis=1).median()
             left_out = f"; {len(cell) - len(clean)} flagged left out" if len(clean) < len(cell) else ""
             if clean.empty:
                 seen = sorted({f for s in flags for f in s.split(",") if f})
@@ -89,5 +89,5 @@ def sentences(df: pd.DataFrame, claims: list[dict], x: str = "concurrency") -> l
                 verdict = f"the explanation {'holds' if holds else 'does not hold'}"
             out.append(f"{c['claim']} Here: {c['target']} on {c['scenario']} at {x} {level:g}: {c['figure']} "
                        f"{figure:,.1f}; {label}: {'' if pd.isna(evidence) else f'{evidence:,.1f} '}(it needs "
-                       f"{op} {bound}): {verdict} ({len(clean) or len(cell)} repeat(s){left_out}).")
+                       f"{op} {bound}): {verdict} ({len(shown)} repeat(s){left_out}).")
     return out

@@ -108,15 +108,16 @@ def _cells(df: pd.DataFrame, x: str) -> dict:
 TARGET_FLAGS = ("non-2xx", "socket-errors", "server-died")
 
 
-def _side(cell: pd.DataFrame | None, metric: str) -> tuple[np.ndarray, str]:
-    """The repeats of one side that ran, and why the side can't be compared ('' when it can)."""
+def _side(cell: pd.DataFrame | None, metric: str) -> tuple[np.ndarray, int, str]:
+    """The repeats of one side that ran, how many failed, and why the side can't be compared ('' when
+    it can)."""
     if cell is None:
-        return np.array([]), "missing"
+        return np.array([]), 0, "missing"
     values = cell.loc[cell["status"] == "ok", metric].dropna().to_numpy(dtype=float)
     failed = int((cell["status"] != "ok").sum())
     if not len(values):
-        return values, "failed"
-    return values, f"{failed} of {len(cell)} repeats failed" if failed else ""
+        return values, failed, "failed"
+    return values, failed, f"{failed} of {len(cell)} repeats failed" if failed else ""
 
 
 def _target_flags(cell: pd.DataFrame | None) -> set[str]:
@@ -160,14 +161,14 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: s
         flags = ",".join(sorted({f for c in (ca, cb) if c is not None for s in c["flags"] for f in s.split(",") if f}))
         newly = sorted(_target_flags(cb) - _target_flags(ca)) if ca is not None else []
         for metric in metrics:
-            (va, why_a), (vb, why_b) = _side(ca, metric), _side(cb, metric)
+            (va, _, why_a), (vb, failed_b, why_b) = _side(ca, metric), _side(cb, metric)
             med_a = float(np.median(va)) if len(va) else math.nan
             med_b = float(np.median(vb)) if len(vb) else math.nan
             ratio = med_b / med_a if med_a else math.nan
             delta = (ratio - 1) * 100
             note = _note(len(va), len(vb), why_a, why_b)
             # B broke where A did not: all or some of its repeats failed, or it newly answered errors
-            broke = (why_b == "failed" or "repeats failed" in why_b) and not why_a or bool(newly)
+            broke = bool(failed_b and not why_a or newly)
             if newly:
                 note = "; ".join(w for w in (note, f"newly {', '.join(newly)} in B") if w)
             p = mann_whitney(va, vb) if min(len(va), len(vb)) > 1 else math.nan
@@ -185,12 +186,11 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: s
     # Holm multiplies the smallest p by the number of comparisons: where even the smallest p these
     # repeats can give does not survive that, no verdict is possible, and "~" would claim one
     family = int(out["p_value"].notna().sum())
-    floor = [min_p_value(n, m) * family for n, m in zip(out["a_n"], out["b_n"])]
-    short = (out["note"] == "") & (pd.Series(floor, index=out.index) >= alpha)
+    floor = pd.Series([min_p_value(n, m) * family for n, m in zip(out["a_n"], out["b_n"])], index=out.index)
+    short = (out["note"] == "") & (floor >= alpha)
     out.loc[short, "note"] = [f"too few repeats to tell ({n}+{m} over {family} comparisons: the smallest "
                               f"adjusted p is {f:.2g}; {repeats_needed(family, alpha)} a side can)"
-                              for n, m, f in zip(out.loc[short, "a_n"], out.loc[short, "b_n"],
-                                                 pd.Series(floor, index=out.index)[short])]
+                              for n, m, f in zip(out.loc[short, "a_n"], out.loc[short, "b_n"], floor[short])]
     out.insert(out.columns.get_loc("p_value") + 1, "p_adjusted", holm(out["p_value"]))
     out.insert(out.columns.get_loc("p_adjusted") + 1, "significant", (out["p_adjusted"] < alpha) & (out["note"] == ""))
     out["verdict"] = np.select([out["broke"], out["note"] != "", ~out["significant"], out["worse_pct"] > 0],
