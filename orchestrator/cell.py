@@ -18,7 +18,7 @@ from .flight_recorder import CellRecorder
 from .httpclient import request
 from .jvm import cpu_count
 from .plan import Plan
-from .procs import log_tail
+from .procs import server_failure
 from .sampling import Sampler
 from .scenarios import SCENARIOS
 from .warmup import warm_up
@@ -63,16 +63,15 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
         with recorder.load(name), Sampler(started.server, s.loadgen_cpus, probe=probe) as sampler:
             result = drivers.get(p.driver).run(load)
         if started.server.exit_code() is not None:
-            raise TargetFailed(f"target exited with {started.server.exit_code()} during the cell; last lines of "
-                               f"{started.server.log_path}:\n{log_tail(started.server.log_path)}")
+            raise TargetFailed(server_failure(f"target exited with {started.server.exit_code()} during the cell",
+                                              started.server.log_path))
         try:
             request(s.port, "GET", environment.catalog[base["framework"]].health_path, timeout=PROBE_TIMEOUT_S,
                     host=environment.server_host)
         except OSError:
-            raise TargetFailed(f"target stopped answering: no response to its health path within "
-                               f"{PROBE_TIMEOUT_S:.0f} s after the cell ({result.requests} requests answered in the "
-                               f"cell); last lines of {started.server.log_path}:\n"
-                               f"{log_tail(started.server.log_path)}") from None
+            raise TargetFailed(server_failure(
+                f"target stopped answering: no response to its health path within {PROBE_TIMEOUT_S:.0f} s after "
+                f"the cell ({result.requests} requests answered in the cell)", started.server.log_path)) from None
         return result, sampler
 
     def flags(conc: int, r: drivers.LoadResult, smp) -> list[str]:

@@ -24,7 +24,7 @@ from .jdk import Jdk, find_jdk
 from .jvm import jvm_options
 from .plan import Settings, pool_env
 from .docker_engine import address_toward
-from .procs import ensure_port_free, log_tail
+from .procs import ensure_port_free, server_failure
 from .runtimes import LaunchSpec, Runtime, Server
 from .schema import MiB
 from .topology import LOCAL, Network, Topology, stale_namespaces
@@ -51,16 +51,14 @@ def wait_ready(server: Server, port: int, path: str, timeout_s: float, started: 
     while True:
         code = server.exit_code()
         if code is not None:
-            raise TargetFailed(f"exited with {code} while starting; last lines of {server.log_path}:\n"
-                               f"{log_tail(server.log_path)}")
+            raise TargetFailed(server_failure(f"exited with {code} while starting", server.log_path))
         try:
             if request(port, "GET", path, timeout=2, host=host).status == 200:
                 return time.monotonic() - started
         except OSError:
             pass
         if time.monotonic() - started > timeout_s:
-            raise TargetFailed(f"no 200 on {path} within {timeout_s:.0f} s; last lines of {server.log_path}:\n"
-                               f"{log_tail(server.log_path)}")
+            raise TargetFailed(server_failure(f"no 200 on {path} within {timeout_s:.0f} s", server.log_path))
         time.sleep(0.05)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import ipaddress
 import os
+import re
 import shutil
 import signal
 import socket
@@ -240,11 +241,42 @@ def ensure_port_free(port: int, what: str) -> None:
         raise UsageError(f"port {port} for {what} is already in use by {owner}: stop it or choose another port")
 
 
-def log_tail(path: Path | None, lines: int = 15) -> str:
+def _tail_text(path: Path | None, size: int = 16384) -> str:
     if not path or not Path(path).exists():
         return ""
     with open(path, "rb") as f:
         f.seek(0, os.SEEK_END)
-        f.seek(max(0, f.tell() - 16384))
-        text = f.read().decode("utf-8", "replace")
-    return "\n".join(text.splitlines()[-lines:])
+        f.seek(max(0, f.tell() - size))
+        return f.read().decode("utf-8", "replace")
+
+
+def log_tail(path: Path | None, lines: int = 15) -> str:
+    return "\n".join(_tail_text(path).splitlines()[-lines:])
+
+
+# What a JVM's log says when it fails, most telling first: the JVM's own fatal errors, a port it
+# could not bind, then the last exception it logged (the innermost "Caused by" of a trace). The
+# tail of a log is often a stack trace whose first frames say nothing, and a user reads the first
+# line of a failed cell's reason (the console, the report): the cause goes there.
+_CAUSES = [re.compile(p) for p in (
+    r"OutOfMemoryError\b.*", r"StackOverflowError\b.*", r"A fatal error has been detected.*|# (SIGSEGV|SIGBUS) .*",
+    r"(BindException|Address already in use)\b.*",
+    r"\b(?:[a-z_]\w*\.)+[A-Z][\w$]*(?:Exception|Error)\b.*")]
+
+
+def last_cause(path: Path | None) -> str:
+    """The line of a server's log that names why it failed ('' if none does)."""
+    lines = [line.strip() for line in _tail_text(path, 65536).splitlines()]
+    lines = [line for line in lines if line and not line.startswith(("at ", "..."))]
+    for pattern in _CAUSES:
+        for line in reversed(lines):
+            if pattern.search(line):
+                return line[:240]
+    return ""
+
+
+def server_failure(what: str, log_path: Path | None) -> str:
+    """A failed target's reason: what happened and the cause its log names, on one line, then the
+    log's last lines."""
+    cause = last_cause(log_path)
+    return f"{what}{': ' + cause if cause else ''}; last lines of {log_path}:\n{log_tail(log_path)}"

@@ -61,7 +61,11 @@ def test_a_target_that_dies_fails_its_cells_and_the_run_goes_on(results_dir):
     assert r.returncode == 1
     df = results.load(next(results_dir.iterdir()))
     dies = df[df["variant"] == "dies"].iloc[0]
-    assert dies["status"] == "failed" and "target exited with 3" in dies["reason"]
+    # the reason's first line, the one the console shows, names what the log says killed it
+    first = dies["reason"].splitlines()[0]
+    assert dies["status"] == "failed" and first.startswith("target exited with 3 during the cell: "), first
+    assert "java.lang.OutOfMemoryError: Cannot reserve 16384 bytes of direct buffer memory" in first, first
+    assert "OutOfMemoryError: Cannot reserve" in " ".join(r.stdout.split())
     assert df[df["variant"] == "ok"].iloc[0]["status"] == "ok"
 
 

@@ -26,11 +26,12 @@ def test_every_shipped_preset_resolves_against_the_repo():
     for name in names:
         full, quick = presets.load(name, catalog), presets.load(name, catalog, quick=True)
         assert full.profile.kind == quick.profile.kind, name
-        # the quick form's cells are a cover of the full matrix: every target, every scenario and
-        # every claim's cell at least once, nothing the full form does not measure
+        # the quick form's cells cover every scenario and every claim's cell at least once, in as few
+        # targets (JVMs) as the claims allow, and nothing the full form does not measure
         cells = {(t, s) for t, scenarios in quick.matrix.items() for s in scenarios}
         assert cells <= {(t, s) for t, scenarios in full.matrix.items() for s in scenarios}, name
-        assert set(quick.matrix) == set(full.matrix) and all(quick.matrix.values()), name
+        assert all(quick.matrix.values()), name
+        assert len(quick.matrix) == max(1, len({c["target"] for c in full.claims})), name
         assert {s for _, s in cells} == {s for scenarios in full.matrix.values() for s in scenarios}, name
         assert {(c["target"], c["scenario"]) for c in full.claims} <= cells, name
         assert quick.profile.measured_s() <= full.profile.measured_s(), name
@@ -38,10 +39,12 @@ def test_every_shipped_preset_resolves_against_the_repo():
     far, quick = presets.load("far-database", catalog), presets.load("far-database", catalog, quick=True)
     assert [s.rtt_ms for s in far.topology.varying.shapes] == [0, 20, 85, 170]
     assert [s.rtt_ms for s in quick.topology.varying.shapes] == [0, 40] and quick.profile.repeat == 1
-    # the ramp study's 20 cells, 4 targets on 5 scenarios, in 5 quick ones
+    # the ramp study's 20 cells, 4 targets on 5 scenarios, in 5 quick ones on one JVM; the bursts'
+    # two claims' targets, the db-read scenario on one of them
     ramp = presets.load("mvc-vs-reactive-ramp", catalog, quick=True).matrix
-    assert ramp == {"spring-mvc:platform": ["db-read", "sleep-1s"], "spring-mvc:virtual": ["db-write"],
-                    "spring-webflux:jdbc": ["json"], "spring-webflux:reactive": ["cpu"]}
+    assert ramp == {"spring-mvc:platform": ["db-read", "db-write", "json", "cpu", "sleep-1s"]}
+    assert presets.load("cpu-and-io-bursts", catalog, quick=True).matrix == {
+        "spring-mvc:platform": ["cpu", "db-read"], "spring-webflux:reactive": ["cpu"]}
     models = presets.load("spring-concurrency-models", catalog)
     assert len(models.matrix) == 8 and models.profile.requests == 10_000
     assert models.profile.concurrency == (500, 1000, 2000) and models.profile.repeat == 3
