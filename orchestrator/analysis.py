@@ -35,18 +35,21 @@ class Metric:
     label: str
     unit: str
     higher_is_better: bool
+    # An absolute total over the window (CPU %, GC time) falls with the work done: the lowest is the
+    # slowest server as often as the leanest, so it is shown, never ranked (CPU per request is ranked).
+    ranked: bool = True
 
 
 METRICS = {m.column: m for m in [
     Metric("rps", "throughput", "req/s", True),
     Metric("latency_mean_ms", "mean latency", "ms", False),
     *(Metric(latency_column(k), f"{percentile_label(k)} latency", "ms", False) for k in PERCENTILES),
-    Metric("server_cpu_pct", "server CPU", "%", False),
+    Metric("server_cpu_pct", "server CPU", "%", False, ranked=False),
     # CPU % alone rewards the slowest server; CPU per request is what efficiency means.
     Metric("cpu_ms_per_req", "CPU per request", "ms", False),
     Metric("server_peak_rss_mb", "peak RSS", "MiB", False),
     Metric("server_peak_threads", "peak threads", "", False),
-    Metric("gc_time_ms", "GC time", "ms", False),
+    Metric("gc_time_ms", "GC time", "ms", False, ranked=False),
     # In a fixed window more data means more responses: it follows throughput.
     Metric("mb_received", "data received", "MB", True),
     Metric("startup_s", "startup", "s", False),
@@ -196,11 +199,16 @@ def _describe(cell: dict, metric: str) -> str:
     return f"{cell['target']} {fmt(cell[metric], METRICS[metric].unit)} [{why}]"
 
 
+NOT_RANKED = "not ranked: a total over the window, lower for a server that did less work (CPU per request ranks)"
+
+
 def _verdict(best, runner, better: list[dict], others: list[dict], metric: str,
              lead: judge.Lead | None) -> tuple[str, str]:
     """(verdict, why) of one lead; see `leaders`. others: the excluded cells with a figure."""
     if best is None:
         return "no clean cell", "no clean cell"
+    if not METRICS[metric].ranked:
+        return "not ranked", NOT_RANKED
     if better:
         what = "flagged" if all(c["state"] == "flagged" for c in better) else "flagged or partly failed"
         cells = "; ".join(_describe(c, metric) for c in better)
@@ -244,6 +252,7 @@ def leaders(summ: pd.DataFrame, metrics: list[str], x: str = "concurrency",
     - "inconclusive": a flagged or partly failed cell did better than best (`why` names them), best
       is the only clean cell among flagged or partly failed ones, or neither repeats nor a noise
       floor give an interval (`why` names the repeats it needs);
+    - "not ranked": a metric that is an absolute total (Metric.ranked);
     - "no clean cell".
 
     `tie` is verdict == "within noise". `excluded` names the targets that were not ranked.

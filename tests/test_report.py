@@ -127,6 +127,17 @@ def test_a_single_repeat_is_judged_by_the_noise_floor_or_not_at_all():
     assert lead(cells("a", [10_800]), b, noise=FLOOR_11)["verdict"] == "within noise"
 
 
+def test_absolute_cpu_and_gc_totals_are_shown_and_never_crowned():
+    # the slow server used less CPU and GC over the window because it served half the requests
+    fast = cells("fast", [20_000, 20_100, 19_900]).assign(server_cpu_pct=95.0, gc_time_ms=[40, 41, 39])
+    slow = cells("slow", [10_000, 10_050, 9_950]).assign(server_cpu_pct=[60, 61, 59], gc_time_ms=[20, 21, 19])
+    for metric in ("server_cpu_pct", "gc_time_ms"):
+        assert lead(fast, slow, metric=metric)["verdict"] == "not ranked"
+    table = report.comparison_table(analysis.summary(pd.concat([fast, slow])), "json", 256,
+                                    metrics=["server_cpu_pct", "cpu_ms_per_req"]).set_index("metric")
+    assert table["better"].iloc[0] == analysis.NOT_RANKED and table["better"].iloc[1] != analysis.NOT_RANKED
+
+
 def test_the_only_clean_cell_is_not_crowned_over_flagged_ones():
     # One repeat each and no floor: 10,000 against 9,500 is inconclusive; a flag on B whose cause
     # lowers B's own figure (its generator CPU was busy) must not turn that into a crown for A.
