@@ -468,8 +468,8 @@ def _sections(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
                    ("p", "Every cell was measured at each level of the link that varies, the link reshaped in "
                          "place between levels (the JVM kept running). Median over the repeats [min-max]; the "
                          "last row is the round trip probed when each level began. A target overtakes another "
-                         "when it is behind by 10 % or more at the first level and ahead by 10 % or more at a "
-                         "later one (smaller leads are within this machine's run-to-run spread).")]
+                         "when it is behind beyond the noise of the repeats at the first level and ahead beyond "
+                         "it at a later one, by the rule that crowns (orchestrator/judge.py).")]
         for scenario in sorted(set(df.loc[df["network"].notna(), "scenario"])):
             t = network_report.table(df, scenario, order)
             if t is not None:
