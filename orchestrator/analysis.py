@@ -6,15 +6,16 @@ The reports and the notebooks build on these; everything here takes and returns 
     df = results.load("sample")
     s = analysis.summary(df)                  # one row per (scenario, concurrency, target): median, min, max
     analysis.wide(df, "rps")                  # scenarios x targets, median rps
-    analysis.leaders(s, ["rps", "latency_p99_ms"], noise=noise.floor())
+    analysis.leaders(s, ["rps", "latency_p99_ms"], noise=noise.floors())
 
 A cell is *crowned* only when it is clean (every repeat ran, status "ok", and none carries a flag), its
-lead over the runner-up is beyond the noise (a 95 % interval that excludes a tie), and no flagged or
+lead over the runner-up is beyond the noise (judge.lead: a 95 % interval that excludes a tie), and no flagged or
 partly failed cell at that level did better. Failed and flagged cells stay in the summary, with their
 `state`, so that a report can show them.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import RESULTS_DIR
+from . import RESULTS_DIR, judge
 from .results import MEASUREMENTS, RUN_JSON
 from .schema import PERCENTILES, latency_column, percentile_label
 
@@ -34,18 +35,21 @@ class Metric:
     label: str
     unit: str
     higher_is_better: bool
+    # An absolute total over the window (CPU %, GC time) falls with the work done: the lowest is the
+    # slowest server as often as the leanest, so it is shown, never ranked (CPU per request is ranked).
+    ranked: bool = True
 
 
 METRICS = {m.column: m for m in [
     Metric("rps", "throughput", "req/s", True),
     Metric("latency_mean_ms", "mean latency", "ms", False),
     *(Metric(latency_column(k), f"{percentile_label(k)} latency", "ms", False) for k in PERCENTILES),
-    Metric("server_cpu_pct", "server CPU", "%", False),
+    Metric("server_cpu_pct", "server CPU", "%", False, ranked=False),
     # CPU % alone rewards the slowest server; CPU per request is what efficiency means.
     Metric("cpu_ms_per_req", "CPU per request", "ms", False),
     Metric("server_peak_rss_mb", "peak RSS", "MiB", False),
     Metric("server_peak_threads", "peak threads", "", False),
-    Metric("gc_time_ms", "GC time", "ms", False),
+    Metric("gc_time_ms", "GC time", "ms", False, ranked=False),
     # In a fixed window more data means more responses: it follows throughput.
     Metric("mb_received", "data received", "MB", True),
     Metric("startup_s", "startup", "s", False),
@@ -53,12 +57,6 @@ METRICS = {m.column: m for m in [
 ]}
 # The percentiles a latency plot draws: label -> column.
 PLOTTED_PERCENTILES = {percentile_label(k): latency_column(k) for k in ("p50", "p90", "p99", "p999")}
-CONFIDENCE = 0.95
-Z = 1.96          # two-sided 95 %
-Z_POWER = 0.84    # power 0.8: the minimum detectable effect
-BOOTSTRAP = 2000  # resamples per lead; a fixed seed makes a report reproducible
-SEED = 0
-NOISE_UNKNOWN = "noise unknown: 1 repeat and no noise floor (run `bench noise`)"
 ID_COLUMNS = ["run_id", "target", "framework", "variant", "scenario", "profile", "concurrency", "rate", "step",
               "repeat", "status", "flags"]
 
@@ -187,53 +185,6 @@ def cv(values) -> float:
     return float(v.std(ddof=1) / abs(v.mean()))
 
 
-def pooled_cv(*samples) -> float:
-    """The root mean square of the CVs of the samples that have one (NaN when none has)."""
-    cvs = [c for c in map(cv, samples) if not math.isnan(c)]
-    return math.sqrt(sum(c * c for c in cvs) / len(cvs)) if cvs else math.nan
-
-
-def mde_pct(cv_: float | None, n_a: int, n_b: int) -> float:
-    """The minimum detectable effect in %: the smallest difference of two medians, of n_a and n_b
-    repeats with noise cv_, that a two-sided test at alpha 0.05 finds 8 times in 10."""
-    if cv_ is None or math.isnan(cv_) or not n_a or not n_b:
-        return math.nan
-    return 100 * (Z + Z_POWER) * cv_ * math.sqrt(1 / n_a + 1 / n_b)
-
-
-def _bootstrap(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
-    """Percentile interval of median(a) / median(b), each side resampled from its own repeats."""
-    rng = np.random.default_rng(SEED)
-    ma = np.median(a[rng.integers(0, len(a), (BOOTSTRAP, len(a)))], axis=1)
-    mb = np.median(b[rng.integers(0, len(b), (BOOTSTRAP, len(b)))], axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(ma == mb, 1.0, ma / mb)  # 0 ms against 0 ms is no difference
-    tail = (1 - CONFIDENCE) / 2
-    lo, hi = np.quantile(ratio, [tail, 1 - tail], method="inverted_cdf")  # no interpolation: inf stays inf
-    return lo, hi
-
-
-def lead_interval(a, b, cv_: float | None = None) -> tuple[float, float]:
-    """A 95 % interval of median(a) / median(b) - 1, in %; (NaN, NaN) when nothing gives one.
-
-    A bootstrap over the repeats when both sides have two or more; the noise floor cv_ (the CV of one
-    measured window on this machine) gives log(ratio) +- Z * cv_ * sqrt(1/n_a + 1/n_b). With both, the
-    union: a handful of repeats can agree by chance, and the interval is never narrower than the
-    machine's known noise allows.
-    """
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    bounds = []
-    if len(a) >= 2 and len(b) >= 2:
-        bounds.append(_bootstrap(a, b))
-    ma, mb = (np.median(a), np.median(b)) if len(a) and len(b) else (math.nan, math.nan)
-    if cv_ is not None and not math.isnan(cv_) and ma > 0 and mb > 0:
-        half = Z * cv_ * math.sqrt(1 / len(a) + 1 / len(b))
-        bounds.append((ma / mb * math.exp(-half), ma / mb * math.exp(half)))
-    if not bounds:
-        return math.nan, math.nan
-    return 100 * (min(lo for lo, _ in bounds) - 1), 100 * (max(hi for _, hi in bounds) - 1)
-
-
 def _values(cell: dict, metric: str) -> np.ndarray:
     """The repeats of a summary row; a row made without them (by hand) counts as one repeat."""
     values = cell.get(f"{metric}_values")
@@ -248,11 +199,16 @@ def _describe(cell: dict, metric: str) -> str:
     return f"{cell['target']} {fmt(cell[metric], METRICS[metric].unit)} [{why}]"
 
 
-def _verdict(best, runner, better: list[dict], others: list[dict], metric: str, lo: float,
-             hi: float) -> tuple[str, str]:
+NOT_RANKED = "not ranked: a total over the window, lower for a server that did less work (CPU per request ranks)"
+
+
+def _verdict(best, runner, better: list[dict], others: list[dict], metric: str,
+             lead: judge.Lead | None) -> tuple[str, str]:
     """(verdict, why) of one lead; see `leaders`. others: the excluded cells with a figure."""
     if best is None:
         return "no clean cell", "no clean cell"
+    if not METRICS[metric].ranked:
+        return "not ranked", NOT_RANKED
     if better:
         what = "flagged" if all(c["state"] == "flagged" for c in better) else "flagged or partly failed"
         cells = "; ".join(_describe(c, metric) for c in better)
@@ -266,60 +222,68 @@ def _verdict(best, runner, better: list[dict], others: list[dict], metric: str, 
         return "crowned", "the only cell"
     if best[metric] == runner[metric]:
         return "within noise", "equal medians"
-    if math.isnan(lo):
-        return "inconclusive", NOISE_UNKNOWN
-    half = (hi - lo) / 2
-    if lo > 0 or hi < 0:
+    if lead.why:
+        return "inconclusive", lead.why
+    lo, hi = 100 * (lead.low - 1), 100 * (lead.high - 1)
+    if (lead.low > 1) if METRICS[metric].higher_is_better else (lead.high < 1):
         return "crowned", f"95% interval {lo:+.1f}% to {hi:+.1f}%"
     # the interval need not be centred on the lead: name both ends, not only its half-width
-    return "within noise", (f"within noise (±{half:.{0 if half >= 10 else 1}f}%: 95% interval "
-                            f"{lo:+.1f}% to {hi:+.1f}%)")
+    half = (hi - lo) / 2
+    size = abs(100 * (best[metric] / runner[metric] - 1))
+    return "within noise", (f"within noise (±{half:.{0 if half >= 10 else 1}f}%: 95% interval {lo:+.1f}% to "
+                            f"{hi:+.1f}%; a lead of {size:.{0 if size >= 10 else 1}f}% needs "
+                            f"{lead.repeats_for(size)} repeats a side)")
 
 
 def leaders(summ: pd.DataFrame, metrics: list[str], x: str = "concurrency",
             noise: dict | None = None) -> pd.DataFrame:
     """The best and the runner-up per (scenario, x, metric) among eligible cells, and whether the lead
-    is beyond the noise.
+    is beyond the noise, as the judge (judge.lead) decides it.
 
     `diff_abs` is best - runner-up in the metric's unit and `diff_pct` the same in % of the runner-up:
-    positive for throughput, negative for latency and resources. `ci_low_pct`..`ci_high_pct` is a
-    95 % interval of diff_pct (see `lead_interval`; `noise` maps a metric to the machine's noise floor,
-    a CV as `noise.floor()` gives it). `mde_pct`: the smallest lead these repeats could have shown
-    (the noise floor's CV, else the CV of the two cells' repeats). `verdict`:
+    positive for throughput, negative for latency and resources. `ci_low_pct`..`ci_high_pct` is the
+    95 % interval of the ratio of their geometric means - 1, in %. `noise` maps (scenario, metric) to
+    the machine's noise floor measured there (a judge.Floor, as `noise.floors()` gives them): it only
+    widens a cell of fewer than judge.OWN_NOISE repeats, and a floor of another scenario or metric is
+    never used. `mde_pct`: the smallest lead these repeats could have shown. `verdict`:
 
     - "crowned": the interval excludes a tie (or best is the only cell at its level);
-    - "within noise": it does not; `why` gives its half-width;
+    - "within noise": it does not; `why` gives its half-width and the repeats a lead this large needs;
     - "inconclusive": a flagged or partly failed cell did better than best (`why` names them), best
       is the only clean cell among flagged or partly failed ones, or neither repeats nor a noise
-      floor give an interval;
+      floor give an interval (`why` names the repeats it needs);
+    - "not ranked": a metric that is an absolute total (Metric.ranked);
     - "no clean cell".
 
     `tie` is verdict == "within noise". `excluded` names the targets that were not ranked.
     """
     noise = noise or {}
     rows = []
-    for (scenario, level), cells in summ.groupby(["scenario", x], sort=True):
-        excluded = cells[~cells["eligible"]]
+    # plain records, grouped once: pandas per level and metric is slow over the many levels of a sweep
+    known = summ.dropna(subset=["scenario", x]).sort_values(["scenario", x], kind="stable")
+    for (scenario, level), group in itertools.groupby(known.to_dict("records"), lambda c: (c["scenario"], c[x])):
+        records = list(group)
+        excluded = [c for c in records if not c["eligible"]]
         for metric in metrics:
             m = METRICS[metric]
-            ranked = cells[cells["eligible"]].dropna(subset=[metric])
-            ranked = ranked.sort_values(metric, ascending=not m.higher_is_better).to_dict("records")
+            sign = 1 if m.higher_is_better else -1
+            ranked = sorted((c for c in records if c["eligible"] and pd.notna(c[metric])),
+                            key=lambda c: -sign * c[metric])
             best, runner = (ranked + [None, None])[:2]
             value = best[metric] if best else np.nan
             other = runner[metric] if runner else np.nan
-            a, b = (_values(best, metric) if best else []), (_values(runner, metric) if runner else [])
-            lo, hi = lead_interval(a, b, noise.get(metric)) if runner else (np.nan, np.nan)
-            sign = 1 if m.higher_is_better else -1
-            better = [c for c in excluded.dropna(subset=[metric]).to_dict("records")
-                      if best and sign * (c[metric] - value) > 0]
-            others = excluded.dropna(subset=[metric]).to_dict("records")
-            verdict, why = _verdict(best, runner, better, others, metric, lo, hi)
+            lead = judge.lead(_values(best, metric), _values(runner, metric), noise.get((scenario, metric)),
+                              where=f" of {scenario} {metric}") if runner else None
+            others = [c for c in excluded if pd.notna(c[metric])]
+            better = [c for c in others if best and sign * (c[metric] - value) > 0]
+            verdict, why = _verdict(best, runner, better, others, metric, lead)
             rows.append({"scenario": scenario, x: level, "metric": metric,
                          "best": best["target"] if best else None, "best_value": value,
                          "runner_up": runner["target"] if runner else None, "runner_up_value": other,
                          "diff_abs": value - other, "diff_pct": 100 * (value - other) / other if other else np.nan,
-                         "ci_low_pct": lo, "ci_high_pct": hi,
-                         "mde_pct": mde_pct(noise.get(metric, pooled_cv(a, b)), len(a), len(b)),
+                         "ci_low_pct": 100 * (lead.low - 1) if lead else np.nan,
+                         "ci_high_pct": 100 * (lead.high - 1) if lead else np.nan,
+                         "mde_pct": lead.mde_pct() if lead else np.nan,
                          "verdict": verdict, "why": why, "tie": verdict == "within noise",
-                         "excluded": ", ".join(excluded["target"])})
+                         "excluded": ", ".join(c["target"] for c in excluded)})
     return pd.DataFrame(rows)

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from . import REPO_ROOT, RESULTS_DIR, capacity, infra as infra_mod, interrupts, options, presets, profiles, results, runner
 from . import topology as topology_mod
-from .catalog import discover, select
+from .catalog import discover, resolve, select
 from .console import level_label
 from .environment import Environment
 from .errors import BenchError, TargetFailed, UsageError
@@ -301,6 +301,7 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
         store = runner.new_store(root=results_dir)
     p = plan.profile
     console.print(f"profile {p.name} ({p.kind}, {p.driver}): {describe_levels(p)}, {p.repeat} repeat(s)")
+    console.print(f"[dim]{escape(judge_notice(plan, catalog, results_dir))}[/]", soft_wrap=True)
     started = dt.datetime.now()
     failed = runner.execute(plan, store, console, catalog=catalog)
     took = (dt.datetime.now() - started).total_seconds()
@@ -309,6 +310,18 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
                   f"{store.dir / results.MEASUREMENTS}")
     if failed:
         raise typer.Exit(1)
+
+
+def judge_notice(plan: Plan, catalog: dict, results_dir: Path) -> str:
+    """What the plan's repeats can tell, before it measures: at the noise this machine's floor measured
+    on the plan's scenarios (the noisiest), else a typical CV; `bench compare` of two such runs judges
+    every cell's rps and p99 at once."""
+    from . import compare, judge, noise
+    cells = [(t, cell) for t in map(lambda t: resolve(catalog, t), plan.targets) for cell in plan.cells(t)]
+    scenarios = {cell[0] for _, cell in cells}
+    measured = [f.cv for (s, m), f in noise.floors(None, results_dir).items() if m == "rps" and s in scenarios]
+    return judge.plan_notice(plan.repeat, len(cells) * len(compare.DEFAULT_METRICS),
+                             max(measured) if measured else judge.TYPICAL_CV)
 
 
 def describe_levels(p: profiles.Profile) -> str:

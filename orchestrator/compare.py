@@ -1,17 +1,18 @@
 """Two runs side by side, in the spirit of benchstat: is a difference larger than the run-to-run noise?
 
-The samples of a cell are its repeats (each a fresh JVM). The test is the two-sided Mann-Whitney U
-test: it assumes nothing about the shape of the noise, and is exact for the few repeats a benchmark
-has. Its price: with n and m repeats the smallest p-value it can give is 2 / C(n + m, n), so 3 + 3
-repeats can never reach p < 0.05; 4 + 4 (or 3 + 5) can. The comparison says so instead of guessing.
+The samples of a cell are its repeats (each a fresh JVM), and the judge decides (judge.lead: Welch's t
+on the logarithms of the repeats, the same rule that crowns in the report). Its p-value is exact for
+noise that is a proportion of the figure, and it can reach significance with 2 repeats a side when
+the change is large against their spread; the MDE says how large it must be.
 
 A comparison tests many cells at once, and at alpha 0.05 one in twenty unchanged cells would look
 changed. The p-values are therefore adjusted with Holm-Bonferroni over every comparison that has one
 (it controls the chance of any false "worse" or "better", and is uniformly more powerful than plain
 Bonferroni); a cell is significant when its adjusted p is under alpha. Each row also states its
-minimum detectable effect (analysis.mde_pct): a "~" says the change was below what these repeats could
-see, not that there was none. Flagged cells are shown, never counted as regressions, and runs made
-with different drivers, pinning, heap, runtime or machines are not compared (`setup_differences`).
+minimum detectable effect at alpha / comparisons and the repeats a side a 10 % change would need: a
+"~" says the change was below what these repeats could see, not that there was none. Flagged cells
+are shown, never counted as regressions, and runs made with different drivers, pinning, heap,
+runtime or machines are not compared (`setup_differences`).
 
     from orchestrator import results, compare
     c = compare.compare_runs(results.load("before"), results.load("after"))
@@ -19,47 +20,19 @@ with different drivers, pinning, heap, runtime or machines are not compared (`se
 """
 from __future__ import annotations
 
-import itertools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from .analysis import METRICS, mde_pct, pooled_cv, tidy
+from . import judge
+from .analysis import METRICS, tidy
 
-ALPHA = 0.05
-# Above this many ways to split the samples the normal approximation is accurate and the enumeration slow.
-EXACT_LIMIT = 5000
+ALPHA = judge.ALPHA
 DEFAULT_METRICS = ("rps", "latency_p99_ms")
-
-
-def min_p_value(n: int, m: int) -> float:
-    """The smallest two-sided p-value the Mann-Whitney test can give with n and m samples (no ties)."""
-    return min(1.0, 2 / math.comb(n + m, n)) if n and m else 1.0
-
-
-def mann_whitney(a, b) -> float:
-    """Two-sided p-value of the Mann-Whitney U test that a and b come from the same distribution.
-
-    Exact (all splits of the pooled samples, ties at mid-ranks) while there are at most EXACT_LIMIT
-    splits; beyond, the normal approximation with tie and continuity corrections. NaN for an empty side.
-    """
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    n, m = len(a), len(b)
-    if not n or not m:
-        return math.nan
-    ranks = pd.Series(np.concatenate([a, b])).rank(method="average").to_numpy()
-    center = n * (n + m + 1) / 2  # the expected rank sum of a
-    observed = abs(ranks[:n].sum() - center)
-    if math.comb(n + m, n) <= EXACT_LIMIT:
-        splits = np.array(list(itertools.combinations(range(n + m), n)))
-        sums = ranks[splits].sum(axis=1)
-        return float(np.mean(np.abs(sums - center) >= observed - 1e-9))
-    ties = np.unique(ranks, return_counts=True)[1]
-    var = n * m / 12 * ((n + m + 1) - (ties ** 3 - ties).sum() / ((n + m) * (n + m - 1)))
-    if var <= 0:
-        return 1.0
-    return math.erfc(max(observed - 0.5, 0) / math.sqrt(var) / math.sqrt(2))
+# the change the "needs" column sizes repeats for
+NEEDS_PCT = 10.0
 
 
 def holm(p: pd.Series) -> pd.Series:
@@ -97,9 +70,24 @@ def _spread_pct(values: np.ndarray) -> float:
     return float(np.max(np.abs(values - med)) / med * 100) if med else math.nan
 
 
-def _cells(df: pd.DataFrame, x: str) -> dict:
-    df = tidy(df)
-    return {key: g for key, g in df.groupby(["scenario", "target", x], sort=True)}
+@dataclass
+class _Cell:
+    """The repeats of one cell of a run: which ran, their flags, and each metric's figures."""
+    ran: np.ndarray
+    flags: list[str]
+    figures: pd.DataFrame
+
+
+def _cells(df: pd.DataFrame, x: str, metrics) -> dict:
+    # plain arrays per cell: a run of many cells is judged in one pass, not one pandas query per cell
+    df = tidy(df).dropna(subset=["scenario", "target", x])
+    keys = list(zip(df["scenario"], df["target"], df[x]))
+    ran, flags = (df["status"] == "ok").to_numpy(), df["flags"].tolist()
+    figures = df[[m for m in metrics if m in df]].to_numpy(dtype=float)
+    rows: dict = {}
+    for i, key in enumerate(keys):
+        rows.setdefault(key, []).append(i)
+    return {key: _Cell(ran[i], [flags[j] for j in i], figures[i]) for key, i in ((k, np.array(v)) for k, v in rows.items())}
 
 
 # Flags whose cause is the target itself (it answered errors, dropped connections, died): a cell that
@@ -108,89 +96,77 @@ def _cells(df: pd.DataFrame, x: str) -> dict:
 TARGET_FLAGS = ("non-2xx", "socket-errors", "server-died")
 
 
-def _side(cell: pd.DataFrame | None, metric: str) -> tuple[np.ndarray, int, str]:
+def _side(cell: _Cell | None, column: int) -> tuple[np.ndarray, int, str]:
     """The repeats of one side that ran, how many failed, and why the side can't be compared ('' when
     it can)."""
     if cell is None:
         return np.array([]), 0, "missing"
-    values = cell.loc[cell["status"] == "ok", metric].dropna().to_numpy(dtype=float)
-    failed = int((cell["status"] != "ok").sum())
+    values = cell.figures[cell.ran, column]
+    values = values[~np.isnan(values)]
+    failed = int((~cell.ran).sum())
     if not len(values):
         return values, failed, "failed"
-    return values, failed, f"{failed} of {len(cell)} repeats failed" if failed else ""
+    return values, failed, f"{failed} of {len(cell.ran)} repeats failed" if failed else ""
 
 
-def _target_flags(cell: pd.DataFrame | None) -> set[str]:
-    found = {f for s in cell["flags"] for f in s.split(",")} if cell is not None else set()
-    return found & set(TARGET_FLAGS)
+def _flags(cell: _Cell | None) -> set[str]:
+    return {f for s in cell.flags for f in s.split(",") if f} if cell is not None else set()
 
 
-def _note(n: int, m: int, why_a: str, why_b: str) -> str:
+def _note(why_a: str, why_b: str, lead: judge.Lead) -> str:
     if why_a or why_b:
         return "; ".join(f"{why} in {side}" for side, why in (("A", why_a), ("B", why_b)) if why)
-    if n < 2 or m < 2:
-        return "no repeats: noise unknown"
-    return ""
-
-
-def repeats_needed(comparisons: int, alpha: float = ALPHA) -> int:
-    """The fewest repeats a side with which the smallest p-value survives Holm over `comparisons`
-    tests (the smallest is multiplied by their number): 4 for one, 5 for 2 to 3, 7 for 8 x 3 x 2."""
-    k = 2
-    while min_p_value(k, k) * max(1, comparisons) >= alpha:
-        k += 1
-    return k
+    return lead.why
 
 
 def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: str = "concurrency",
                  alpha: float = ALPHA, noise: dict | None = None) -> pd.DataFrame:
     """Every cell (scenario, target, x) of two runs, one row per metric, A the baseline and B the candidate.
 
-    Columns: a_median, a_spread_pct, a_n, b_median, b_spread_pct, b_n, ratio (B / A), delta_pct,
-    worse_pct (how much worse B is, in the metric's own direction; negative is better), p_value,
-    p_adjusted (Holm-Bonferroni over every row with a p-value), significant (p_adjusted < alpha),
-    mde_pct (the smallest change these repeats could detect: the noise floor's CV of the metric from
-    `noise`, else the CV of the two sides' repeats), flags (either side), note (why a cell can't be
-    judged), broke (B failed in some or all repeats, or newly answered errors or died, where A did
-    not) and verdict: "broke", "better", "worse", "~" (within the noise) or "?" (no verdict, see note).
+    Columns: a_median, a_spread_pct, a_n, b_median, b_spread_pct, b_n, ratio (B / A of the medians),
+    delta_pct, worse_pct (how much worse B is, in the metric's own direction; negative is better),
+    p_value (judge.lead), p_adjusted (Holm-Bonferroni over every row with a p-value), significant
+    (p_adjusted < alpha), mde_pct (the smallest change these repeats could detect at alpha over the
+    comparisons), needs (repeats a side with which a NEEDS_PCT % change would be found at this noise
+    and family), flags (either side), note (why a cell can't be judged), broke (B failed in some or all
+    repeats, or newly answered errors or died, where A did not) and verdict: "broke", "better",
+    "worse", "~" (within the noise) or "?" (no verdict, see note). `noise` maps (scenario, metric) to
+    the machine's noise floor measured there (judge.Floor; see analysis.leaders).
     """
-    cells_a, cells_b = _cells(a, x), _cells(b, x)
-    rows = []
+    metrics = [m for m in metrics if m in tidy(a.head(0))]
+    cells_a, cells_b = _cells(a, x, metrics), _cells(b, x, metrics)
+    rows, leads = [], []
     for key in sorted(set(cells_a) | set(cells_b), key=lambda k: (str(k[0]), str(k[1]), k[2])):
         ca, cb = cells_a.get(key), cells_b.get(key)
-        flags = ",".join(sorted({f for c in (ca, cb) if c is not None for s in c["flags"] for f in s.split(",") if f}))
-        newly = sorted(_target_flags(cb) - _target_flags(ca)) if ca is not None else []
-        for metric in metrics:
-            (va, _, why_a), (vb, failed_b, why_b) = _side(ca, metric), _side(cb, metric)
+        flags = ",".join(sorted(_flags(ca) | _flags(cb)))
+        newly = sorted((_flags(cb) - _flags(ca)) & set(TARGET_FLAGS)) if ca is not None else []
+        for column, metric in enumerate(metrics):
+            (va, _, why_a), (vb, failed_b, why_b) = _side(ca, column), _side(cb, column)
             med_a = float(np.median(va)) if len(va) else math.nan
             med_b = float(np.median(vb)) if len(vb) else math.nan
             ratio = med_b / med_a if med_a else math.nan
             delta = (ratio - 1) * 100
-            note = _note(len(va), len(vb), why_a, why_b)
+            lead = judge.lead(vb, va, (noise or {}).get((key[0], metric)), alpha, where=f" of {key[0]} {metric}")
+            note = _note(why_a, why_b, lead)
             # B broke where A did not: all or some of its repeats failed, or it newly answered errors
             broke = bool(failed_b and not why_a or newly)
             if newly:
                 note = "; ".join(w for w in (note, f"newly {', '.join(newly)} in B") if w)
-            p = mann_whitney(va, vb) if min(len(va), len(vb)) > 1 else math.nan
             worse = -delta if METRICS[metric].higher_is_better else delta
-            cv = (noise or {}).get(metric, pooled_cv(va, vb))
+            leads.append(lead)
             rows.append({"scenario": key[0], "target": key[1], x: key[2], "metric": metric,
                          "a_median": med_a, "a_spread_pct": _spread_pct(va), "a_n": len(va),
                          "b_median": med_b, "b_spread_pct": _spread_pct(vb), "b_n": len(vb),
-                         "ratio": ratio, "delta_pct": delta, "worse_pct": worse, "p_value": p,
-                         "mde_pct": mde_pct(cv, len(va), len(vb)), "flags": flags, "note": note,
-                         "broke": broke})
+                         "ratio": ratio, "delta_pct": delta, "worse_pct": worse,
+                         "p_value": math.nan if note else lead.p, "flags": flags, "note": note, "broke": broke})
     out = pd.DataFrame(rows)
     if out.empty:
         return out
-    # Holm multiplies the smallest p by the number of comparisons: where even the smallest p these
-    # repeats can give does not survive that, no verdict is possible, and "~" would claim one
-    family = int(out["p_value"].notna().sum())
-    floor = pd.Series([min_p_value(n, m) * family for n, m in zip(out["a_n"], out["b_n"])], index=out.index)
-    short = (out["note"] == "") & (floor >= alpha)
-    out.loc[short, "note"] = [f"too few repeats to tell ({n}+{m} over {family} comparisons: the smallest "
-                              f"adjusted p is {f:.2g}; {repeats_needed(family, alpha)} a side can)"
-                              for n, m, f in zip(out.loc[short, "a_n"], out.loc[short, "b_n"], floor[short])]
+    # Holm's first step tests at alpha / comparisons: what these repeats can see is sized for it
+    family = alpha / max(1, int(out["p_value"].notna().sum()))
+    out["mde_pct"] = [lead.mde_pct(family) for lead in leads]
+    out["needs"] = [lead.repeats_for(NEEDS_PCT, family) if not math.isnan(lead.se) else judge.OWN_NOISE
+                    for lead in leads]
     out.insert(out.columns.get_loc("p_value") + 1, "p_adjusted", holm(out["p_value"]))
     out.insert(out.columns.get_loc("p_adjusted") + 1, "significant", (out["p_adjusted"] < alpha) & (out["note"] == ""))
     out["verdict"] = np.select([out["broke"], out["note"] != "", ~out["significant"], out["worse_pct"] > 0],

@@ -1,12 +1,14 @@
 """The report of a run measured at several network levels (topology.py): each target's throughput
 per level beside the round trip probed at it, and where one target overtakes another as the link
-grows longer (the far-database experiment: where R2DBC overtakes JDBC, if it does)."""
+grows longer (the far-database experiment: where R2DBC overtakes JDBC, if it does), decided by the
+judge (judge.py) on the repeats at each level, as a crown is."""
 from __future__ import annotations
 
 import itertools
 
 import pandas as pd
 
+from . import judge
 from .analysis import fmt
 from .topology import LOCAL, Topology
 
@@ -67,7 +69,7 @@ def bound(scenario: str, meta: dict, rtt_ms: float | None) -> float | None:
 
 def verdicts(df: pd.DataFrame, scenario: str, order: list[str], meta: dict, metric: str = "rps") -> list[str]:
     """Per level, who leads and by how much, beside the pool's bound where one applies; then each
-    pair of targets whose order turns by more than LEAD between the first level and a later one."""
+    pair of targets behind beyond the noise at the first level and ahead beyond it at a later one."""
     m = _medians(df, scenario, metric)
     if m.empty:
         return []
@@ -93,15 +95,22 @@ def verdicts(df: pd.DataFrame, scenario: str, order: list[str], meta: dict, metr
     for a, b in itertools.permutations(targets, 2):
         if not all((t, lv) in m.index for t in (a, b) for lv in order):
             continue
-        first = m.loc[(a, order[0]), "median"] / m.loc[(b, order[0]), "median"] - 1
-        turned = next((lv for lv in order[1:] if m.loc[(a, lv), "median"] / m.loc[(b, lv), "median"] - 1 >= LEAD),
-                      None)
-        if first <= -LEAD and turned:
+        # the judge's rule, as for a crown: behind beyond the noise first, ahead beyond it later
+        first = _lead(ran, metric, a, b, order[0])
+        turned = next((lv for lv in order[1:] if _lead(ran, metric, a, b, lv).low > 1), None)
+        if first.high < 1 and turned:
             out.append(f"{scenario}: {a} overtakes {b} at {turned}: {fmt(m.loc[(a, turned), 'median'])} against "
-                       f"{fmt(m.loc[(b, turned), 'median'])} {metric}, {100 * -first:.0f} % behind at {order[0]}.")
+                       f"{fmt(m.loc[(b, turned), 'median'])} {metric}, {100 * (1 - first.ratio):.0f} % behind at "
+                       f"{order[0]}.")
     if not any("overtakes" in t for t in out):
-        out.append(f"{scenario}: no target overtakes another by {100 * LEAD:.0f} % or more across the levels.")
+        out.append(f"{scenario}: no target overtakes another beyond the noise of its repeats across the levels.")
     return out
+
+
+def _lead(ran: pd.DataFrame, metric: str, a: str, b: str, level: str) -> judge.Lead:
+    """a's repeats against b's at one network level, judged (judge.lead)."""
+    at = ran[(ran["network"] == level) & (ran["status"] == "ok")]
+    return judge.lead(at.loc[at["target"] == a, metric], at.loc[at["target"] == b, metric])
 
 
 def describe(meta: dict) -> str | None:

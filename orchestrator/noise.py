@@ -5,11 +5,15 @@ is the noise every comparison on this machine carries. Per metric the noise is t
 variation over the repeats that ran: sample standard deviation (n - 1) over the mean (analysis.cv).
 Flagged repeats count too: noise the machine makes is noise.
 
-The floor is stored in results/noise-floor.json, by machine (hostname, CPU model, cores), newest last;
-`floor()` reads the newest entry of a machine, which the reports and `bench compare` use:
+The floor is stored in results/noise-floor.json, by machine (hostname, CPU model, cores), newest last,
+each entry for the one scenario and level it measured (its "cv" per metric, "n_by_metric" the repeats
+behind each). Noise lives where it was measured: `floors()` gives the newest floor of each scenario
+and metric of a machine, and the judge applies one only to cells of that scenario and metric (and
+only to cells of too few repeats to have their own; judge.py). `entry()` is the newest of all, the
+context a report quotes:
 
     from orchestrator import noise
-    noise.floor()            # {"rps": 0.11, "latency_p99_ms": 0.3, ...} or None
+    noise.floors()           # {("json", "rps"): Floor(cv=0.11, n=5, ...), ...} ({} when none was measured)
 """
 from __future__ import annotations
 
@@ -22,19 +26,30 @@ from typing import Optional
 import typer
 
 from . import RESULTS_DIR, analysis, results
+from .judge import Floor
 from .hostinfo import MACHINE_KEYS, host_info, machine_key
 
 FLOOR_FILE = "noise-floor.json"
 QUOTED = {"rps": "rps", "latency_p50_ms": "p50", "latency_p99_ms": "p99"}
 
 
+def _ran(df):
+    ran = analysis.tidy(df)
+    return ran[ran["status"] == "ok"]
+
+
 def cvs(df) -> dict[str, float]:
     """The CV of every metric of analysis.METRICS over the repeats that ran, for a frame of one cell's
     repeats; metrics with fewer than two values or a mean of 0 are left out."""
-    ran = analysis.tidy(df)
-    ran = ran[ran["status"] == "ok"]
+    ran = _ran(df)
     out = {m: analysis.cv(ran[m]) for m in analysis.METRICS if m in ran}
     return {m: round(c, 5) for m, c in out.items() if not math.isnan(c)}
+
+
+def counts(df) -> dict[str, int]:
+    """The repeats that ran and gave a value, per metric of `cvs`."""
+    ran = _ran(df)
+    return {m: int(ran[m].notna().sum()) for m in cvs(df)}
 
 
 def _entries(root: Path) -> dict:
@@ -53,7 +68,7 @@ def record(df, meta: dict, root: Path = RESULTS_DIR) -> dict:
              "duration_s": round(float(df["duration_s"].median()), 1), "n": len(ran),
              "flagged": int((ran["flags"].fillna("") != "").sum()),
              **{k: settings.get(k) for k in ("server_cpus", "loadgen_cpus", "heap", "runtime")},
-             "cv": cvs(df)}
+             "cv": cvs(df), "n_by_metric": counts(df)}
     floors = _entries(root)
     floors.setdefault(machine_key(host), []).append(entry)
     results._atomic_write(Path(root) / FLOOR_FILE, lambda p: p.write_text(json.dumps(floors, indent=2) + "\n"))
@@ -66,10 +81,15 @@ def entry(host: dict | None = None, root: Path = RESULTS_DIR) -> dict | None:
     return found[-1] if found else None  # record() appends
 
 
-def floor(host: dict | None = None, root: Path = RESULTS_DIR) -> dict | None:
-    """metric -> CV of the newest noise floor of a machine (None: this one), or None when none was measured."""
-    e = entry(host, root)
-    return e["cv"] if e else None
+def floors(host: dict | None = None, root: Path = RESULTS_DIR) -> dict[tuple[str, str], Floor]:
+    """(scenario, metric) -> the newest noise floor measured there on a machine (None: this one).
+    Entries written before "n_by_metric" count every repeat that ran for each metric."""
+    out = {}
+    for e in _entries(root).get(machine_key(host if host is not None else host_info()), []):   # oldest first
+        for metric, c in e["cv"].items():
+            n = e.get("n_by_metric", {}).get(metric, e["n"])
+            out[(e["scenario"], metric)] = Floor(c, n, f"{e['scenario']} at {e['concurrency']}, run {e['run_id']}")
+    return out
 
 
 def describe(e: dict) -> str:

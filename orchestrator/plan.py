@@ -3,6 +3,7 @@ are the same for every target (CPUs, heap, ports, pool limits). run.json stores 
 `bench run --resume` measures exactly the cells that are missing."""
 from __future__ import annotations
 
+import random
 from dataclasses import asdict, dataclass, field, fields
 
 from .catalog import Target, resolve
@@ -61,6 +62,21 @@ class Plan:
     preset: str | None = None
     # the preset's claims of its study, each with the evidence that tests its explanation (claims.py)
     claims: list[dict] = field(default_factory=list)
+    # Repeats run in rounds, each target once per round in a fresh random order (randomized multiple
+    # interleaved trials, Abedi and Brecht): a fixed A B C A B C lets a slow drift of a shared machine
+    # favour whoever runs first. The seed makes the order reproducible; run.json keeps both, and a
+    # resumed run reads them back rather than drawing again.
+    seed: int = field(default_factory=lambda: random.SystemRandom().randrange(2 ** 32))
+    rounds: list[list[str]] | None = None
+
+    def __post_init__(self):
+        if self.rounds is None:
+            self.rounds = self.draw_rounds(self.seed)
+
+    def draw_rounds(self, seed: int) -> list[list[str]]:
+        """The targets' order in each round (one round per repeat), shuffled afresh per round from seed."""
+        rng = random.Random(seed)
+        return [rng.sample(self.targets, len(self.targets)) for _ in range(self.repeat)]
 
     @property
     def targets(self) -> list[str]:
@@ -91,10 +107,12 @@ class Plan:
                 for c, r, step in self.profile.row_keys(conc, rate)]
 
     def todo(self, targets: list[Target], done: set[tuple]) -> list[tuple[int, Target, Cell]]:
-        """(repeat, target, cell) of every cell with a row still missing, in the order they run:
-        repeats interleaved, so that each repeat of a target is a fresh JVM measured after the others."""
-        return [(r, t, cell) for r in range(1, self.repeat + 1) for t in targets for cell in self.cells(t)
-                if not set(self.row_keys(t, r, cell)) <= done]
+        """(repeat, target, cell) of every cell with a row still missing, in the order they run: one
+        round per repeat, the targets in that round's order (`rounds`), so that each repeat of a target
+        is a fresh JVM measured among the others."""
+        by_id = {t.id: t for t in targets}
+        return [(r, by_id[tid], cell) for r, order in enumerate(self.rounds, 1) for tid in order if tid in by_id
+                for cell in self.cells(by_id[tid]) if not set(self.row_keys(by_id[tid], r, cell)) <= done]
 
     def check_served(self, catalog: dict) -> None:
         """BenchError unless some target of the plan serves some of its scenarios."""
@@ -114,6 +132,9 @@ class Plan:
             profile = Profile(name="throughput", kind="throughput", driver="wrk",
                               concurrency=tuple(d["concurrency"]), duration_s=d["duration_s"],
                               warmup_s=d["warmup_s"], warmup_max_s=d.get("warmup_max_s", 90.0), repeat=d["repeat"])
-            return cls(matrix={t: d.get("scenarios") for t in d["targets"]}, profile=profile, settings=settings)
+            return cls(matrix={t: d.get("scenarios") for t in d["targets"]}, profile=profile, settings=settings,
+                       seed=0, rounds=[list(d["targets"])] * d["repeat"])
+        # a run made before randomised rounds ran its targets in the plan's order, round after round
+        rounds = d.get("rounds") or [list(d["matrix"])] * Profile.from_dict(d["profile"]).repeat
         return cls(matrix=d["matrix"], profile=Profile.from_dict(d["profile"]), settings=settings,
-                   preset=d.get("preset"), claims=d.get("claims", []))
+                   preset=d.get("preset"), claims=d.get("claims", []), seed=d.get("seed", 0), rounds=rounds)

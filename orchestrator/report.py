@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from . import RESULTS_DIR, analysis, capacity_report, claims, network_report, results
+from . import RESULTS_DIR, analysis, capacity_report, claims, judge, network_report, results
 from . import noise as noise_mod
 from .analysis import METRICS, PLOTTED_PERCENTILES, fmt
 from .errors import UsageError
@@ -412,7 +412,9 @@ def _floor_note(entry: dict | None, host: dict) -> str:
     if not entry:
         return (f"No noise floor measured on this run's machine ({machine}): a lead rests on its repeats "
                 f"alone, and a single repeat crowns nothing (`bench noise` measures one).")
-    return f"Noise floor on this run's machine ({machine}): {noise_mod.describe(entry)}."
+    return (f"Noise floor on this run's machine ({machine}): {noise_mod.describe(entry)}. A floor widens only "
+            f"cells of its own scenario and metric with fewer than {judge.OWN_NOISE} repeats; elsewhere it "
+            f"is context, and a cell is judged by its own repeats.")
 
 
 def _ceiling_note(meta: dict) -> str:
@@ -444,10 +446,10 @@ def parity_blocks(meta: dict) -> list[tuple]:
 
 
 def _sections(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
-              floor: dict | None = None) -> list[tuple]:
+              floor: dict | None = None, cvs: dict | None = None) -> list[tuple]:
     """The report as a list of blocks ("h2" | "p" | "table" | "chart", content), rendered twice.
-    floor: the noise-floor entry of the run's machine (noise.entry), or None."""
-    cvs = floor["cv"] if floor else None
+    floor: the newest noise-floor entry of the run's machine (noise.entry), or None; cvs: its floors
+    by scenario and metric (noise.floors)."""
     colors = target_colors(df["target"])
     blocks: list[tuple] = [("facts", _facts(meta, df))]
     if meta.get("warnings"):
@@ -466,8 +468,8 @@ def _sections(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
                    ("p", "Every cell was measured at each level of the link that varies, the link reshaped in "
                          "place between levels (the JVM kept running). Median over the repeats [min-max]; the "
                          "last row is the round trip probed when each level began. A target overtakes another "
-                         "when it is behind by 10 % or more at the first level and ahead by 10 % or more at a "
-                         "later one (smaller leads are within this machine's run-to-run spread).")]
+                         "when it is behind beyond the noise of the repeats at the first level and ahead beyond "
+                         "it at a later one, by the rule that crowns (orchestrator/judge.py).")]
         for scenario in sorted(set(df.loc[df["network"].notna(), "scenario"])):
             t = network_report.table(df, scenario, order)
             if t is not None:
@@ -488,11 +490,13 @@ def _sections(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
                ("p", "The best target per scenario and metric among clean cells (every repeat ran, no "
                      "self-check flag), and how far it leads the runner-up. ↑ higher is better, ↓ lower is "
                      "better; figures are medians over repeats. A target is crowned only when the 95% "
-                     "interval of its lead (a bootstrap over the repeats, never narrower than the machine's "
-                     "noise floor) excludes a tie; otherwise the lead is within noise, ± the interval's "
-                     "half-width. MDE is the smallest lead these repeats could have detected (power 0.8): "
-                     "within noise is no proof of equality, and more repeats lower it. A level where a "
-                     "flagged or partly failed cell did better than the best clean one is inconclusive."),
+                     "interval of its lead (Welch's t on the logarithms of the repeats, each a fresh JVM; "
+                     "orchestrator/judge.py) excludes a tie; otherwise the lead is within noise, ± the "
+                     "interval's half-width, with the repeats a side a lead that large needs. MDE is the "
+                     "smallest lead these repeats could have detected (power 0.8): within noise is no proof "
+                     "of equality, and more repeats lower it. A level where a flagged or partly failed cell "
+                     "did better than the best clean one is inconclusive, and so is a lead with too few "
+                     "repeats to have a noise (it names the repeats it needs)."),
                ("p", _floor_note(floor, meta.get("host", {}))),
                ("p", _ceiling_note(meta)),
                ("table", winners_matrix(summ, x, noise=cvs))]
@@ -661,7 +665,8 @@ def build(run: str | Path | None = None, root: Path = RESULTS_DIR, x: str | None
     ts = results.load_timeseries(run_dir)
     ts = network_report.by_level(ts) if len(ts) else None
     meta = results.load_meta(run_dir)
-    blocks = _sections(df, meta, ts, x, noise_mod.entry(meta.get("host", {}), root))
+    host = meta.get("host", {})
+    blocks = _sections(df, meta, ts, x, noise_mod.entry(host, root), noise_mod.floors(host, root))
     for stale in run_dir.glob("report-*.png"):
         stale.unlink()
     for kind, content in blocks:

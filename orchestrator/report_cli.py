@@ -51,7 +51,7 @@ def register(app: typer.Typer) -> None:
                                                "pinning, heap, runtime or machines."),
                     results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir")) -> None:
         """The same cells of two runs side by side: the change, and whether it is beyond the run-to-run noise."""
-        from . import analysis, compare, noise
+        from . import analysis, compare, judge, noise
         from .errors import UsageError
         dirs = [results.find_run(r, results_dir) for r in (run_a, run_b)]
         metas = [results.load_meta(d) for d in dirs]
@@ -63,13 +63,13 @@ def register(app: typer.Typer) -> None:
         a, b = (network_report.by_level(results.load(d)) for d in dirs[:2])
         x = analysis.level_column(a)
         # One machine's floor says nothing of another's noise: with two machines, the repeats alone.
-        floor = None if differs else noise.floor(metas[0].get("host", {}), results_dir)
+        floor = {} if differs else noise.floors(metas[0].get("host", {}), results_dir)
         cmp = compare.compare_runs(a, b, alpha=alpha, x=x, noise=floor)
         if differs:
             console.print(f"[yellow]compared anyway (--force), although they differ in {'; '.join(differs)}[/]",
                           soft_wrap=True)
         table = Table("scenario", "target", "rate" if x == "rate" else "conc", "metric", f"A {dirs[0].name}",
-                      f"B {dirs[1].name}", "delta", "MDE", "p", "p adj", "verdict", box=box.SIMPLE_HEAD,
+                      f"B {dirs[1].name}", "delta", "MDE", "needs", "p", "p adj", "verdict", box=box.SIMPLE_HEAD,
                       pad_edge=False)
         for _, r in cmp.iterrows():
             style = VERDICT_STYLE[r["verdict"]]
@@ -78,20 +78,23 @@ def register(app: typer.Typer) -> None:
                           _side(r["a_median"], r["a_spread_pct"], r["a_n"]),
                           _side(r["b_median"], r["b_spread_pct"], r["b_n"]),
                           "" if math.isnan(r["delta_pct"]) else f"{r['delta_pct']:+.1f}%",
-                          "" if math.isnan(r["mde_pct"]) else f"{r['mde_pct']:.0f}%",
+                          "" if math.isnan(r["mde_pct"]) else f"{r['mde_pct']:.0f}%", f"{r['needs']}",
                           "" if math.isnan(r["p_value"]) else f"{r['p_value']:.3f}",
                           "" if math.isnan(r["p_adjusted"]) else f"{r['p_adjusted']:.3f}",
                           f"[{style}]{verdict}[/]" + (f" [yellow]⚠ {r['flags']}[/]" if r["flags"] else ""))
         console.print(table)
         counts = cmp["verdict"].value_counts()
-        source = f"the noise floor of {noise.machine_key(metas[0]['host'])}" if floor else "the repeats"
+        source = (f"the repeats, and for cells of fewer than {judge.OWN_NOISE} the noise floor of "
+                  f"{noise.machine_key(metas[0]['host'])} measured on their own scenario and metric"
+                  if floor else "the repeats")
         console.print(f"{len(cmp)} comparisons: {counts.get('broke', 0)} broke, {counts.get('worse', 0)} worse, "
                       f"{counts.get('better', 0)} better, "
                       f"{counts.get('~', 0)} within the noise (~), {counts.get('?', 0)} without a verdict (?). "
-                      f"Two-sided Mann-Whitney U over the repeats, p adjusted by Holm-Bonferroni over the "
-                      f"{int(cmp['p_value'].notna().sum())} comparisons with a p-value, family-wise alpha {alpha}; "
-                      f"± is the largest distance of a repeat from the median; MDE is the smallest change these "
-                      f"repeats could detect (power 0.8, noise: {source}): ~ is not proof of no change; flagged "
+                      f"Welch's t on the logarithms of the repeats (orchestrator/judge.py), p adjusted by "
+                      f"Holm-Bonferroni over the {int(cmp['p_value'].notna().sum())} comparisons with a p-value, "
+                      f"family-wise alpha {alpha}; ± is the largest distance of a repeat from the median; MDE is "
+                      f"the smallest change these repeats could detect (power 0.8, noise: {source}), needs the "
+                      f"repeats a side a {compare.NEEDS_PCT:g}% change needs: ~ is not proof of no change; flagged "
                       f"cells (⚠) count as regressions only where B broke (failed repeats, or newly errors or a dead server).", soft_wrap=True)
         if fail_on_regression is None:
             return

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import itertools
 import os
 import signal
 import sys
@@ -96,11 +97,9 @@ class Run:
                     store.write_meta(meta)
                     self.events.notice.fire(text=net.summary(), warning=False)
                 self.events.run_started.fire(cells=len(todo))
-                for repeat in range(1, plan.repeat + 1):
-                    for target in targets:
-                        cells = [cell for r, t, cell in todo if r == repeat and t.id == target.id]
-                        if cells:
-                            failed += self._run_target(target, repeat, cells)
+                # in the plan's rounds: each repeat, the targets in that round's random order
+                for (repeat, target), cells in itertools.groupby(todo, lambda w: (w[0], w[1])):
+                    failed += self._run_target(target, repeat, [cell for _, _, cell in cells])
             interrupts.stop_if_asked()
             meta["status"] = "finished"
             return failed

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from conftest import PORTS, bench
-from orchestrator import analysis, noise, results
+from orchestrator import analysis, judge, noise, results
 
 HOST = {"hostname": "vm", "cpu_model": "AMD EPYC", "cores": 2}
 
@@ -31,18 +31,31 @@ def test_the_cv_is_the_sample_standard_deviation_over_the_mean_of_the_repeats_th
     assert math.isnan(analysis.cv([100])) and math.isnan(analysis.cv([0, 0]))
 
 
-def test_the_floor_is_the_newest_entry_of_the_machine(tmp_path):
-    assert noise.floor(HOST, tmp_path) is None
+def test_the_floor_is_the_newest_entry_of_the_machine_kept_per_scenario_and_metric(tmp_path):
+    assert noise.floors(HOST, tmp_path) == {}
     meta = {"host": HOST, "plan": {"settings": {"server_cpus": "1", "loadgen_cpus": "0", "heap": "512m"}}}
     noise.record(repeats([100, 110, 90]), {**meta, "run_id": "old"}, tmp_path)
     newest = noise.record(repeats([100, 130, 70]), {**meta, "run_id": "new"}, tmp_path)
     noise.record(repeats([100, 101, 99]), {**meta, "run_id": "other", "host": {**HOST, "cores": 8}}, tmp_path)
     assert noise.entry(HOST, tmp_path)["run_id"] == "new" and newest["n"] == 3 and newest["heap"] == "512m"
-    assert noise.floor(HOST, tmp_path)["rps"] == pytest.approx(0.3)
-    assert noise.floor({**HOST, "cores": 8}, tmp_path)["rps"] == pytest.approx(0.01)
+    assert noise.floors(HOST, tmp_path)[("json", "rps")].cv == pytest.approx(0.3)
+    assert noise.floors(HOST, tmp_path)[("json", "rps")].n == 3
+    assert noise.floors({**HOST, "cores": 8}, tmp_path)[("json", "rps")].cv == pytest.approx(0.01)
+    # a floor of another scenario is kept beside json's, never instead of it
+    noise.record(repeats([100, 150, 50]).assign(scenario="db-read"), {**meta, "run_id": "db"}, tmp_path)
+    floors = noise.floors(HOST, tmp_path)
+    assert floors[("json", "rps")].cv == pytest.approx(0.3) and floors[("db-read", "rps")].cv == pytest.approx(0.5)
+    assert ("fortunes", "rps") not in floors
     stored = json.loads((tmp_path / noise.FLOOR_FILE).read_text())
-    assert [len(v) for v in stored.values()] == [2, 1]
+    assert [len(v) for v in stored.values()] == [3, 1]
     assert noise.describe(newest).startswith("rps CV 30.0%, p99 CV ")
+
+
+def test_a_floor_file_written_before_floors_per_metric_is_still_read(tmp_path):
+    old = {"date": "2026-01-01T00:00:00", "run_id": "old", **HOST, "target": "fixture:ok", "scenario": "json",
+           "concurrency": 64, "driver": "wrk", "duration_s": 10.0, "n": 4, "flagged": 0, "cv": {"rps": 0.12}}
+    (tmp_path / noise.FLOOR_FILE).write_text(json.dumps({noise.machine_key(HOST): [old]}))
+    assert noise.floors(HOST, tmp_path)[("json", "rps")] == judge.Floor(0.12, 4, "json at 64, run old")
 
 
 @pytest.mark.slow
@@ -55,7 +68,7 @@ def test_bench_noise_on_the_fixture_stores_a_floor_that_the_report_of_this_machi
     assert e["cv"]["rps"] >= 0 and "noise floor of" in r.stdout
     df = results.load(e["run_id"], results_dir)
     assert len(df) == 2 and set(df["repeat"]) == {1, 2}
-    assert noise.floor(root=results_dir) == e["cv"]
+    assert {m: f.cv for (s, m), f in noise.floors(root=results_dir).items() if s == "json"} == e["cv"]
 
 
 def test_bench_noise_needs_two_repeats(results_dir):

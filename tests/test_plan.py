@@ -4,6 +4,7 @@ reach the store and the console."""
 from __future__ import annotations
 
 import io
+import json
 from dataclasses import fields
 
 import pyarrow.parquet as pq
@@ -51,6 +52,30 @@ def test_resume_measures_only_what_is_missing_with_repeats_interleaved(target):
     assert [(r, cell[1]) for r, _, cell in every] == [(1, 8), (1, 64), (2, 8), (2, 64)]
     done = set(plan.row_keys(target, 1, ("plaintext", 64, None, None)))
     assert [(r, cell[1]) for r, _, cell in plan.todo([target], done)] == [(1, 8), (2, 8), (2, 64)]
+
+
+def test_repeats_run_in_rounds_in_a_fresh_seeded_order_that_survives_run_json_and_resume():
+    catalog = discover(FIXTURES)
+    targets = [t for t in catalog_targets(catalog)]
+    ids = [t.id for t in targets]
+    plan = Plan(matrix={t: ["plaintext"] for t in ids}, profile=profiles.load("throughput").with_overrides(repeat=8),
+                seed=7)
+    assert len(ids) >= 3 and len(plan.rounds) == 8 and all(sorted(r) == sorted(ids) for r in plan.rounds)
+    assert len({tuple(r) for r in plan.rounds}) > 1                     # a fresh order per round
+    assert plan.rounds == plan.draw_rounds(7) != plan.draw_rounds(8)   # reproducible from the seed
+    order = [(r, t.id) for r, t, _ in plan.todo(targets, done=set())]
+    assert order == [(r, tid) for r, rnd in enumerate(plan.rounds, 1) for tid in rnd]
+    again = Plan.from_dict(json.loads(json.dumps(plan.to_dict())))   # run.json, read back by --resume
+    assert (again.seed, again.rounds) == (7, plan.rounds)
+    assert [(r, t.id) for r, t, _ in again.todo(targets, done=set())] == order
+    # a run.json written before rounds: the plan's order, round after round
+    old = {k: v for k, v in plan.to_dict().items() if k not in ("seed", "rounds")}
+    assert Plan.from_dict(old).rounds == [ids] * 8
+
+
+def catalog_targets(catalog) -> list:
+    """Every variant of the fixture catalog, as targets: enough for an order to shuffle."""
+    return [resolve(catalog, f"{name}:{v}") for name, fw in catalog.items() for v in fw.variants]
 
 
 def test_a_plan_survives_run_json_and_an_old_run_json_is_a_throughput_plan(target):

@@ -228,10 +228,10 @@ def test_the_report_reads_levels_against_the_pool_bound_and_names_only_real_over
     meta = {"plan": {"settings": {"db_pool_size": 16, "topology": None}}}
 
     def frame(figures: dict) -> pd.DataFrame:
-        """Two repeats of each target's rps near and far."""
-        return pd.DataFrame([{"target": t, "scenario": "db-read", "network": lv, "status": "ok", "rps": rps,
+        """Two repeats of each target's rps near and far, 1 % either side of the figure."""
+        return pd.DataFrame([{"target": t, "scenario": "db-read", "network": lv, "status": "ok", "rps": rps * k,
                               "network_rtt_ms": 0.02 if lv == near else 20.0}
-                             for t, (n, f) in figures.items() for lv, rps in ((near, n), (far, f)) for _ in range(2)])
+                             for t, (n, f) in figures.items() for lv, rps in ((near, n), (far, f)) for k in (0.99, 1.01)])
 
     said = network_report.verdicts(frame({"a": (10_000, 790), "b": (5_000, 600), "c": (4_000, 780)}),
                                    "db-read", [near, far], meta)
@@ -241,8 +241,13 @@ def test_the_report_reads_levels_against_the_pool_bound_and_names_only_real_over
                               "bound of 16 connections each holding a statement for the probed 20 ms is 800 rps")
     assert said[2:] == ["db-read: c overtakes b at app-db rtt 20 ms: 780 against 600 rps, 20 % behind at "
                         "app-db rtt 0 ms."]
-    # a 5 % lead near turned into a 5 % lead the other way is no overtake: within the machine's spread
+    # a 5 % lead near turned into a 5 % lead the other way is no overtake: 2 repeats 2 % apart cannot
+    # tell 5 % (the judge's rule, as for a crown); the same turn with 3 tight repeats a side can
     said = network_report.verdicts(frame({"a": (10_500, 760), "b": (10_000, 800)}), "db-read", [near, far], meta)
-    assert said[-1] == "db-read: no target overtakes another by 10 % or more across the levels."
+    assert said[-1] == "db-read: no target overtakes another beyond the noise of its repeats across the levels."
+    tight = pd.concat([frame({"a": (10_500, 760), "b": (10_000, 800)}).assign(rps=lambda d: d["rps"].round(-1))] * 2)
+    tight["rps"] += [0, 1, 2, 3] * (len(tight) // 4)
+    said = network_report.verdicts(tight, "db-read", [near, far], meta)
+    assert said[-1].startswith("db-read: b overtakes a at app-db rtt 20 ms")
     table = network_report.table(frame({"a": (10_500, 760)}), "db-read", [near, far])
     assert list(table.columns) == ["rps by network level", near, far] and table.iloc[-1, 0] == "round trip probed"
