@@ -404,11 +404,11 @@ def _print_results(df) -> None:
         if r["status"] != "ok":
             table.add_row(*cells, *[""] * 8, f"[red]{escape(str(r['reason']).splitlines()[0][:70])}[/]")
             continue
-        errors = sum(int(r[c]) for c in ("errors_connect", "errors_read", "errors_write", "errors_timeout", "errors_status"))
-        gc = f"{r['gc_time_ms']:.0f}" if r["gc_time_ms"] == r["gc_time_ms"] else ""
-        table.add_row(*cells, f"{r['rps']:,.0f}", f"{r['latency_p50_ms']:.2f}", f"{r['latency_p99_ms']:.2f}",
-                      str(errors), f"{r['server_cpu_pct']:.0f}", f"{r['server_peak_rss_mb']:.0f}",
-                      _int(r["server_peak_threads"]), gc, f"[yellow]{r['flags']}[/]" if r["flags"] else "")
+        errors = sum(r[c] for c in ("errors_connect", "errors_read", "errors_write", "errors_timeout", "errors_status"))
+        table.add_row(*cells, _fmt(r["rps"], ",.0f"), _fmt(r["latency_p50_ms"], ".2f"), _fmt(r["latency_p99_ms"], ".2f"),
+                      _fmt(errors, ".0f"), _fmt(r["server_cpu_pct"], ".0f"), _fmt(r["server_peak_rss_mb"], ".0f"),
+                      _fmt(r["server_peak_threads"], ".0f"), _fmt(r["gc_time_ms"], ".0f"),
+                      f"[yellow]{r['flags']}[/]" if r["flags"] else "")
     console.print(table)
 
 
@@ -417,8 +417,10 @@ def _present(row) -> dict:
     return {k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
 
 
-def _int(value) -> str:
-    return "" if value != value or value is None else str(int(value))
+def _fmt(value, spec: str) -> str:
+    """A figure, or blank where the row has none: a capacity row whose search passed no probe
+    carries no window's figures."""
+    return "" if value is None or value != value else format(value, spec)
 
 
 @app.command("results")

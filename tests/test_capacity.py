@@ -135,3 +135,16 @@ def test_a_fixed_pool_of_16_threads_sleeping_100_ms_has_a_capacity_of_160_per_se
     md = (results.find_run(None, results_dir) / "report.md").read_text()
     assert "## Capacity at the objective" in md and "| fixture:pool-16 | 1" in md
     assert (results.find_run(None, results_dir) / "report-sleep-capacity.png").stat().st_size > 10_000
+
+
+def test_a_search_that_passed_no_probe_prints_its_capacity_row_without_figures():
+    # run 20261125-151746 of CI: every probe of ktor db-read failed, so its capacity row had no
+    # window's figures, and printing the run's table crashed on NaN after every cell was measured
+    from orchestrator import analysis, cli, results
+    df = results.load(analysis.sample_run()).head(1).copy()
+    nothing = ["rps", "latency_p50_ms", "latency_p99_ms", "errors_connect", "errors_status", "server_cpu_pct",
+               "server_peak_rss_mb", "server_peak_threads", "gc_time_ms"]
+    df[nothing] = float("nan")   # as results.load reads a capacity row with none
+    with cli.console.capture() as out:
+        cli._print_results(df)
+    assert df["target"].iloc[0] in out.get() and "nan" not in out.get()
