@@ -19,9 +19,11 @@ from . import topology as topology_mod
 from .catalog import discover, resolve, select
 from .console import level_label
 from .environment import Environment
+from .jvm import parse_cpus
 from .errors import BenchError, TargetFailed, UsageError
 from .plan import Plan, Settings, pool_env
 from .scenarios import SCENARIOS, parse_list
+from .smoke import survives
 from .schema import percentile_label
 
 app = typer.Typer(help="Build, start, verify and load JVM web frameworks; store tidy results.",
@@ -170,8 +172,13 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
                port: int = PortOpt, redis_port: int = RedisPortOpt, db_port: int = DbPortOpt,
                runtime: str = RuntimeOpt, memory: str = MemoryOpt, offline: bool = OfflineOpt,
                start_timeout: str = StartTimeoutOpt, db_pool_size: int = DbPoolOpt,
-               redis_pool_size: int = RedisPoolOpt) -> None:
-    """Start each target and check every scenario against the contract (no load)."""
+               redis_pool_size: int = RedisPoolOpt,
+               load: Optional[int] = typer.Option(None, "--load", help="The load smoke: after verifying, load each "
+                                                  "scenario for 1 s at this many connections (the studies use 500 "
+                                                  "to 2,000), then verify again; no figure is kept.")) -> None:
+    """Start each target and check every scenario against the contract (no load, unless --load)."""
+    if load is not None and not 1 <= load <= 20_000:
+        raise UsageError(f"--load must be 1 to 20,000 connections, not {load}")
     settings = _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime, memory, offline,
                          start_timeout, db_pool_size, redis_pool_size)
     targets = _targets(framework, variant)
@@ -179,7 +186,7 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
     environment = Environment(settings, logs, console)
     environment.check_ports(targets, shared_infra=infra_mod.load_state() is not None)
     environment.build_all(targets)
-    table = Table("target", "result", "startup s", "RSS MiB", "threads seen")
+    table = Table("target", "result" + (f" (load {load:,})" if load else ""), "startup s", "RSS MiB", "threads seen")
     failures: list[tuple[str, str]] = []
     for leftover in environment.cleanup_leftovers():
         console.print(f"[yellow]removed a leftover of an earlier run:[/] {leftover}")
@@ -191,10 +198,17 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
                 failures.append((t.id, e.reason))
                 table.add_row(t.id, "[red]FAILED[/]", "", "", "")
                 continue
-            started.stop()
-            if not v.ok:
-                failures.append((t.id, v.reason))
-            table.add_row(t.id, "[green]ok[/]" if v.ok else "[red]FAILED[/]", f"{started.startup_s:.2f}",
+            survived = ""
+            try:
+                if v.ok and load:
+                    os.sched_setaffinity(0, parse_cpus(settings.loadgen_cpus))   # off the server's CPU
+                    survived = survives(t, started, settings, load, logs, environment.server_host)
+            finally:
+                started.stop()
+            reason = v.reason if not v.ok else survived
+            if reason:
+                failures.append((t.id, reason))
+            table.add_row(t.id, "[red]FAILED[/]" if reason else "[green]ok[/]", f"{started.startup_s:.2f}",
                           f"{started.rss_after_start_mb:.0f}", thread_kinds(v.threads.values()))
     console.print(table)
     for target_id, reason in failures:

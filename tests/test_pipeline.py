@@ -151,6 +151,7 @@ BAD_INPUT = [
     (["run", "-f", "fixture:ok"], {"PATH": "/nonexistent"}, "'wrk' not found: install it with `apt-get install -y wrk`"),
     (["verify", "-f", "fixture:ok", "--runtime", "docker"], {"DOCKER_HOST": "unix:///nonexistent.sock"},
      "no Docker engine answers"),
+    (["verify", "-f", "fixture:ok", "--load", "0"], {}, "--load must be 1 to 20,000 connections, not 0"),
 ]
 
 
