@@ -66,9 +66,10 @@ def survives(target: Target, started, settings, connections: int, logs: Path, ho
         if failed:
             return f"{name} at {connections} connections: {failed} of {r.requests + r.errors} requests failed"
         if not _answers(settings.port, target.framework.health_path, host, started):
-            return server_failure(f"{name} at {connections} connections: no answer on "
-                                  f"{target.framework.health_path} within {DRAIN_S:.0f} s after the load",
-                                  started.server.log_path)
+            code = started.server.exit_code()
+            what = f"target exited with {code} after the load" if code is not None else \
+                f"no answer on {target.framework.health_path} within {DRAIN_S:.0f} s after the load"
+            return server_failure(f"{name} at {connections} connections: {what}", started.server.log_path)
     after = verify(target, settings.port, host)
     if not after.ok:
         code = started.server.exit_code()

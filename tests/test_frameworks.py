@@ -35,6 +35,16 @@ def test_every_target_survives_a_thousand_connections_on_every_scenario_it_decla
     assert all(m and m.group(1) == "ok" for m in verdicts.values()), (reasons or smoke[-4000:])[:6000]
 
 
+@pytest.mark.slow
+def test_the_smoke_fails_a_target_that_dies_under_it_and_names_the_cause():
+    # the fixture's dying variant runs out of direct memory 4 s after start, in the smoke's windows
+    r = bench("verify", "-f", "fixture:dies,fixture:ok", "--load", "200", *PORTS)
+    assert r.returncode == 1 and "1 passed, 1 failed" in r.stdout, r.stdout[-3000:]
+    said = " ".join(r.stdout.split())
+    assert re.search(r"fixture:dies: \S+ at 200 connections: target exited with 3: "
+                     r"java\.lang\.OutOfMemoryError: Cannot reserve 16384 bytes of direct buffer memory", said), said
+
+
 def test_every_variant_declares_its_thread_model():
     for fw in discover().values():   # a gateway's patterns match its own thread (X-Gateway-Thread)
         for v in fw.variants.values():
