@@ -190,6 +190,8 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
     failures: list[tuple[str, str]] = []
     for leftover in environment.cleanup_leftovers():
         console.print(f"[yellow]removed a leftover of an earlier run:[/] {leftover}")
+    if load:
+        os.sched_setaffinity(0, parse_cpus(settings.loadgen_cpus))   # the smoke's wrk and parsing off the server's CPU
     with runner.quiet_sigterm(), environment.infra() as infra:
         for t in targets:
             try:
@@ -201,7 +203,6 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
             survived = ""
             try:
                 if v.ok and load:
-                    os.sched_setaffinity(0, parse_cpus(settings.loadgen_cpus))   # off the server's CPU
                     survived = survives(t, started, settings, load, logs, environment.server_host)
             finally:
                 started.stop()

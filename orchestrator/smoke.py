@@ -16,7 +16,8 @@ from pathlib import Path
 from . import drivers
 from .catalog import Target
 from .drivers.base import LoadResult, LoadSpec
-from .httpclient import request
+from .environment import wait_ready
+from .errors import TargetFailed
 from .procs import server_failure
 from .scenarios import SCENARIOS
 from .verify import verify
@@ -34,19 +35,6 @@ def _failures(r: LoadResult) -> str:
     return ", ".join(f"{n} {what}" for what, n in counts.items() if n)
 
 
-def _answers(port: int, path: str, host: str, started) -> bool:
-    """True once the health path answers 200, within DRAIN_S; False if it does not or the target died."""
-    deadline = time.monotonic() + DRAIN_S
-    while time.monotonic() < deadline and started.server.exit_code() is None:
-        try:
-            if request(port, "GET", path, timeout=min(10.0, max(0.1, deadline - time.monotonic())),
-                       host=host).status == 200:
-                return True
-        except OSError:
-            time.sleep(0.2)
-    return False
-
-
 def survives(target: Target, started, settings, connections: int, logs: Path, host: str = "127.0.0.1") -> str:
     """'' when the started target survived a window at `connections` on each of its scenarios and
     still answers by the contract afterwards; else why not, naming the scenario."""
@@ -58,6 +46,11 @@ def survives(target: Target, started, settings, connections: int, logs: Path, ho
             r = drivers.get("wrk").run(spec)
         except drivers.DriverFailed as e:
             return f"{name} at {connections} connections: load generator failed: {e}"
+        try:   # the same wait as a start's, for the health path after the window's backlog
+            wait_ready(started.server, settings.port, target.framework.health_path, DRAIN_S, time.monotonic(), host)
+            answered = True
+        except TargetFailed:
+            answered = False
         code = started.server.exit_code()
         if code is not None:
             return server_failure(f"{name} at {connections} connections: target exited with {code}",
@@ -65,11 +58,10 @@ def survives(target: Target, started, settings, connections: int, logs: Path, ho
         failed = _failures(r)
         if failed:
             return f"{name} at {connections} connections: {failed} of {r.requests + r.errors} requests failed"
-        if not _answers(settings.port, target.framework.health_path, host, started):
-            code = started.server.exit_code()
-            what = f"target exited with {code} after the load" if code is not None else \
-                f"no answer on {target.framework.health_path} within {DRAIN_S:.0f} s after the load"
-            return server_failure(f"{name} at {connections} connections: {what}", started.server.log_path)
+        if not answered:
+            return server_failure(f"{name} at {connections} connections: no answer on "
+                                  f"{target.framework.health_path} within {DRAIN_S:.0f} s after the load",
+                                  started.server.log_path)
     after = verify(target, settings.port, host)
     if not after.ok:
         code = started.server.exit_code()

@@ -138,7 +138,7 @@ def test_a_fixed_pool_of_16_threads_sleeping_100_ms_has_a_capacity_of_160_per_se
 
 
 def test_a_search_that_passed_no_probe_prints_its_capacity_row_without_figures():
-    # run 20261125-151746 of CI: every probe of ktor db-read failed, so its capacity row had no
+    # run 20261125-151746 of a .ci/run rehearsal: every probe of ktor db-read failed, so its capacity row had no
     # window's figures, and printing the run's table crashed on NaN after every cell was measured
     from orchestrator import analysis, cli, results
     df = results.load(analysis.sample_run()).head(1).copy()

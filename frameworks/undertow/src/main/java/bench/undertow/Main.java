@@ -64,9 +64,9 @@ public final class Main {
      * heap of 128 MiB or more) without the per-thread cache. The cache is kept per thread and
      * given back only when the thread's cache object is finalized; with a new virtual thread per
      * request, every request pins a direct buffer until a collection that a 512 MiB heap rarely
-     * needs, and direct memory runs out at a few hundred connections of /sleep (OutOfMemoryError:
-     * Cannot reserve 16364 bytes of direct buffer memory). Undertow UNDERTOW-2389 and Spring
-     * Boot's report spring-projects/spring-boot#39812 describe the same leak.
+     * needs; a run at 256 connections of /sleep was reported to die of it (OutOfMemoryError: Cannot
+     * reserve 16364 bytes of direct buffer memory). UNDERTOW-2389 and Spring Boot's report
+     * spring-projects/spring-boot#39812 describe the same leak.
      */
     private static DefaultByteBufferPool bufferPoolWithoutThreadCache() {
         return new DefaultByteBufferPool(true, 16 * 1024 - 20, -1, 0);
