@@ -42,9 +42,8 @@ def test_the_peaks_stay_within_the_pools(cells):
     db = cells.loc["db-read"]
     # 16 connections of load, a pool of DB_POOL_SIZE = 16: never more statements running at once
     assert 0 <= db["db_peak_running"] <= 16 and 1 <= db["db_peak_connections"] <= 16
-    # a poll every 0.25 s catches a point SELECT (tens of microseconds) running only now and then:
-    # in 12 polls of db-read, none did once; db-write's INSERTs run longer
-    assert cells.loc[["db-read", "db-write"], "db_peak_running"].max() >= 1
+    # a point SELECT runs for tens of microseconds, so a poll every 0.25 s meets one only by chance
+    # (CI read 0 in both cells once); test_infra proves the gauge on a statement that sleeps
     assert cells.loc["redis", "redis_peak_clients"] >= 1
     assert (cells[["tcp_listen_overflows", "tcp_listen_drops"]] == 0).all().all()
     assert cells["tcp_retransmits"].notna().all()

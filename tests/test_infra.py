@@ -13,7 +13,7 @@ from orchestrator import infra
 pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def running():
     i = infra.start(29380, 29307, cpus="0")
     yield i
@@ -81,3 +81,37 @@ def test_the_db_goes_back_to_its_seed_between_targets(running):
         c.execute("INSERT INTO item (name, price) VALUES ('bench-write', 1.5)")
         assert c.lastrowid == 10001
     conn.close()
+
+
+def test_the_probe_reads_a_statement_running_and_a_client_connected(running):
+    """The evidence's gauges, where what they count is known: one statement sleeps in MariaDB while
+    the probe polls, one extra client holds a Redis connection. Under load a point SELECT runs for
+    tens of microseconds and a poll every 0.25 s rarely meets one, so the gauges are proven here."""
+    import threading
+
+    from orchestrator.evidence import Probe
+    probe = Probe(running, server_pid=None)
+    idle = probe.read()
+    env = running.env()
+    conn = pymysql.connect(host="127.0.0.1", port=29307, user=env["DB_USER"], password=env["DB_PASSWORD"],
+                           database=env["DB_NAME"])
+    client = redis.Redis(host="127.0.0.1", port=29380, password=running.password)
+    client.ping()
+    sleeper = threading.Thread(target=lambda: conn.cursor().execute("SELECT SLEEP(3)"))
+    sleeper.start()
+    try:
+        readings = []
+        for _ in range(20):
+            readings.append(probe.read())
+            if readings[-1].db_running:
+                break
+            threading.Event().wait(0.1)
+        busy = readings[-1]
+        assert busy.db_running == idle.db_running + 1, [r.db_running for r in readings]
+        assert busy.db_connections == idle.db_connections + 1
+        assert busy.redis_clients == idle.redis_clients + 1
+    finally:
+        sleeper.join()
+        conn.close()
+        client.close()
+        probe.close()
