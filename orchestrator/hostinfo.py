@@ -1,12 +1,18 @@
 """What a run records about the machine and the software, so a figure can be traced to its setup."""
 from __future__ import annotations
 
+import json
+import os
 import platform
 import subprocess
 
 import psutil
 
-from . import REPO_ROOT
+from . import REPO_ROOT, STATE_DIR
+
+# Version lines kept per executable (path, size and modification time): asking Locust for its
+# version starts Python and imports it, about a second on this machine kind, in every run.
+VERSIONS_FILE = STATE_DIR / "tool-versions.json"
 
 
 def _run(argv: list[str]) -> str:
@@ -49,9 +55,27 @@ def machine_key(host: dict) -> str:
 
 
 def tool_version(path: str, tool: str) -> str:
-    """The first line a tool prints about its version ("" when it prints none)."""
+    """The first line a tool prints about its version ("" when it prints none); asked again only
+    when the executable changed."""
+    try:
+        st = os.stat(path)
+        key = f"{os.path.realpath(path)} {st.st_size} {st.st_mtime_ns}"
+        known = json.loads(VERSIONS_FILE.read_text()) if VERSIONS_FILE.exists() else {}
+    except (OSError, ValueError):
+        key, known = None, {}
+    if key in known:
+        return known[key]
     lines = _run([path, *VERSION_ARGS[tool]]).splitlines()
-    return lines[0] if lines else ""
+    line = lines[0] if lines else ""
+    if key and line:
+        try:
+            STATE_DIR.mkdir(exist_ok=True)
+            tmp = VERSIONS_FILE.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({**known, key: line}, indent=1))
+            os.replace(tmp, VERSIONS_FILE)
+        except OSError:
+            pass   # a read-only checkout asks again next time
+    return line
 
 
 def tool_versions() -> dict:

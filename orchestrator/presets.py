@@ -115,7 +115,10 @@ def load(name: str, catalog: dict[str, Framework], quick: bool = False) -> Prese
     claims = _claims(doc, matrix, catalog)
     return Preset(name=name, description=description.strip(), scaled=doc.get("scaled", str, "").strip(),
                   matrix=quick_cover(matrix, claims) if quick else matrix, profile=profile, heap=heap, server_cores=cores,
-                  fresh_jvm_per_scenario=settings.get("fresh_jvm_per_scenario", bool, False), source=str(doc.path),
+                  # the quick form smokes the pipeline: one JVM per target (a fresh one per scenario is
+                  # test_pipeline's to prove, on a JVM that starts in a second, not Spring's 15 s)
+                  fresh_jvm_per_scenario=settings.get("fresh_jvm_per_scenario", bool, False) and not quick,
+                  source=str(doc.path),
                   claims=claims, topology=topo)
 
 

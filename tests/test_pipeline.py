@@ -30,9 +30,11 @@ def test_verify_passes_and_fails_with_clear_reasons():
 @pytest.mark.slow
 def test_run_writes_a_parquet_that_pandas_reads(results_dir):
     r = bench("run", "-f", "fixture:ok", "-s", "json,sleep", "-c", "8", "--warmup", "1s", "--warmup-max", "1s", "-d", "2s",
-              "--results-dir", str(results_dir), *PORTS)
+              "--fresh-jvm-per-scenario", "--results-dir", str(results_dir), *PORTS)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "fixture:ok" in r.stdout and "rps" in r.stdout
+    # a JVM of its own for each scenario, as the presets that crown RSS or threads ask
+    assert r.stdout.count("started fixture:ok in") == 2, r.stdout
     run_dir = next(results_dir.iterdir())
     df = pd.read_parquet(run_dir / "measurements.parquet")
     assert list(df.columns) == results.COLUMNS

@@ -296,3 +296,15 @@ def test_a_failed_targets_reason_leads_with_the_cause_its_log_names(tmp_path, lo
     path.write_text(log)
     first = server_failure("target exited with 1 during the cell", path).splitlines()[0]
     assert first.startswith(f"target exited with 1 during the cell{': ' + cause if cause else '; last lines of'}"), first
+
+
+def test_a_tool_is_asked_its_version_once_until_it_changes(tmp_path, monkeypatch):
+    from orchestrator import hostinfo
+    monkeypatch.setattr(hostinfo, "VERSIONS_FILE", tmp_path / "versions.json")
+    calls, tool = tmp_path / "calls", tmp_path / "wrk"
+    tool.write_text(f"#!/bin/sh\necho x >> {calls}\necho 'wrk 4.2.0 [epoll]'\necho second line\n")
+    tool.chmod(0o755)
+    assert [hostinfo.tool_version(str(tool), "wrk") for _ in range(3)] == ["wrk 4.2.0 [epoll]"] * 3
+    assert calls.read_text().count("x") == 1
+    tool.write_text(f"#!/bin/sh\necho x >> {calls}\necho 'wrk 4.3.0 [epoll]'\n")   # reinstalled
+    assert hostinfo.tool_version(str(tool), "wrk") == "wrk 4.3.0 [epoll]" and calls.read_text().count("x") == 2
