@@ -18,6 +18,7 @@ VARIANT_KEYS = {"description", "default", "env", "properties", "jvm_opts", "thre
 # What a manifest's `parity` table declares (a variant's own table overrides the framework's): the
 # limits that its code and configuration set, shown in the parity table beside the results.
 PARITY_FIELDS = {
+    "workers": "threads that run a request's work",
     "redis": "Redis client, commands in flight",
     "db": "database pool, statements in flight",
     "keep_alive": "requests per keep-alive connection",
