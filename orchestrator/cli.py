@@ -5,6 +5,7 @@ import datetime as dt
 import os
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -193,12 +194,14 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
     if load:
         os.sched_setaffinity(0, parse_cpus(settings.loadgen_cpus))   # the smoke's wrk and parsing off the server's CPU
     with runner.quiet_sigterm(), environment.infra() as infra:
-        for t in targets:
+        for i, t in enumerate(targets, 1):
+            t0 = time.monotonic()
             try:
                 started, v = environment.start_verified(t, infra[0].env(), "verify", "verify")
             except TargetFailed as e:
                 failures.append((t.id, e.reason))
                 table.add_row(t.id, "[red]FAILED[/]", "", "", "")
+                console.print(f"[{i}/{len(targets)}] {t.id}: [red]FAILED[/] to start", emoji=False)
                 continue
             survived = ""
             try:
@@ -209,6 +212,10 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
             reason = v.reason if not v.ok else survived
             if reason:
                 failures.append((t.id, reason))
+            # a smoke of every target takes many minutes: each one's verdict as it comes
+            console.print(f"[{i}/{len(targets)}] {t.id}: {'[red]FAILED[/]' if reason else '[green]ok[/]'}"
+                          + (f" at {load:,} connections on {len(t.framework.scenarios)} scenarios" if load and v.ok else "")
+                          + f" ({time.monotonic() - t0:.0f} s)", emoji=False)
             table.add_row(t.id, "[red]FAILED[/]" if reason else "[green]ok[/]", f"{started.startup_s:.2f}",
                           f"{started.rss_after_start_mb:.0f}", thread_kinds(v.threads.values()))
     console.print(table)

@@ -22,6 +22,7 @@ def test_verify_passes_and_fails_with_clear_reasons():
     assert r.returncode == 1, r.stdout + r.stderr
     out = " ".join(r.stdout.split())
     assert "1 passed, 2 failed" in out
+    assert "[1/3] fixture:ok: ok (" in out and "[2/3] fixture:wrong-primes: FAILED (" in out   # each as it comes
     assert 'fixture:wrong-primes: verification failed: cpu: body {"n": 20000, "primes": 2263}, expected {"n": 20000, "primes": 2262}' in out
     assert "fixture:wrong-thread: verification failed: plaintext: served by thread 'VirtualThread" in out
     assert "does not match the variant's thread model" in out
