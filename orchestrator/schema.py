@@ -73,7 +73,7 @@ SCHEMA = pa.schema([
     # request: OS context switches into the server; null where the process is out of sight (remote engine)
     ("server_switches_per_request", pa.float64()),
     ("startup_s", pa.float64()), ("rss_after_start_mb", pa.float64()),
-    ("loadgen_cpu_pct", pa.float64()),        # the generator's own processes, in % of one CPU
+    ("loadgen_cpu_pct", pa.float64()),        # the generator's own CPU in % of one CPU; Locust's workers: the busiest
     ("loadgen_cpus_busy_pct", pa.float64()),  # everything that ran on the load-generator CPUs, in % of them
     ("littles_ratio", pa.float64()), ("flags", pa.string()),
     # ramp (Locust): the step's users that got at least one response in it; fewer than `concurrency`

@@ -268,3 +268,28 @@ def test_split_gives_a_step_whose_users_never_all_ran_no_seconds(tmp_path):
     assert [(r.started_at, r.duration_s, r.requests) for r in steps] == \
         [(1001.0, 2.0, 20), (1003.0, 3.0, 30), (1006.5, 0.0, 0)]
     assert steps[2].rps == 0.0
+
+
+def test_eight_workers_at_sixty_percent_are_not_a_saturated_generator(tmp_path):
+    # issue 30: the row summed the 8 workers' CPU (481 %) against one load CPU and flagged every step
+    # loadgen-saturated, and compared the rate with one process's calibrated ceiling
+    ramp = Ramp(start_users=8, step_users=8, step_s=5, steps=1, workers=8)
+    doc = {"start": 1000.0, "end": 1006.0, "steps": [{"users": 8, "asked": 1000.0, "running": 1000.2}],
+           "users": {str(s): 8 for s in range(1000, 1006)}, "seconds": {str(s): bucket(3000) for s in range(1000, 1006)}}
+    timelines = [[(1000.0 + t, 0.6 * t) for t in range(7)] for _ in range(8)]   # each process 60 % of a core
+    spec = LoadSpec(port=1, scenario=SCENARIO, concurrency=8, duration_s=ramp.duration_s, cpus="0", timeout_s=10,
+                    out_dir=tmp_path, ramp=ramp, workers_elsewhere=True)
+    (step,), _ = split(doc, spec, 1000.0, timelines)
+    assert step.loadgen_cpu_s == pytest.approx(8 * 0.6 * step.duration_s) and step.loadgen_busiest_pct == pytest.approx(60)
+    assert step.rps == 3000 and step.loadgen_processes == 8
+    # one Locust process was calibrated to 1,000 req/s here: eight of them at 3,000 are far from theirs
+    flags = cell_flags(16, step, loadgen_cpus=1, closed_loop=False, ceiling=1000.0)
+    assert "loadgen-saturated" not in flags and "near-generator-ceiling" not in flags, flags
+    from orchestrator import rows
+    from orchestrator.sampling import ServerSample
+    row = rows.measured({"concurrency": 8}, step, ServerSample(cpu_s=1.0, wall_s=5.0), flags)
+    assert row["loadgen_cpu_pct"] == pytest.approx(60)   # the busiest process, as the README says
+    # eight workers on this machine's one load CPU share it: one core's worth of senders
+    local = split(doc, LoadSpec(port=1, scenario=SCENARIO, concurrency=8, duration_s=5, cpus="0", timeout_s=10,
+                                out_dir=tmp_path, ramp=ramp), 1000.0, timelines)[0][0]
+    assert local.loadgen_processes == 1 and "near-generator-ceiling" in cell_flags(16, local, 1, False, ceiling=3100.0)

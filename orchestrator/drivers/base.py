@@ -73,7 +73,12 @@ class LoadResult:
     latency_p99: float = float("nan")
     latency_p999: float = float("nan")
     latency_max: float = float("nan")
-    loadgen_cpu_s: float = float("nan")
+    loadgen_cpu_s: float = float("nan")   # all of the generator's processes
+    # Locust with workers (one single-threaded process each): the busiest process's CPU in % of one
+    # core, and how many of them could send at once (each is one core at most; workers here share
+    # the load-generator CPUs). None and 1 for a generator that is one process.
+    loadgen_busiest_pct: float | None = None
+    loadgen_processes: int = 1
     # wrk only: its coordinated-omission-corrected mean and p99 (synthetic samples included), kept
     # apart from the raw figures above so that the two are never mixed up
     co_corrected_mean: float = float("nan")

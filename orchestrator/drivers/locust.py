@@ -17,8 +17,9 @@ import socket
 from collections import defaultdict
 from pathlib import Path
 
-from ..schema import LOADGEN_SATURATED
+from ..jvm import cpu_count
 from ..procs import log_tail
+from ..schema import LOADGEN_SATURATED
 from .base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generators
 
 INSTALL = "python3 -m orchestrator list` (it installs Locust into .venv) or `pip install locust==2.47.0"
@@ -126,6 +127,8 @@ def split(doc: dict, spec: LoadSpec, t0: float, timelines: list[Timeline]) -> tu
     # requests that completed after the end.
     every = range(min([int(t0), *seconds, *step_of]), max([math.ceil(end) - 1, *seconds, *step_of]) + 1)
     zero = new_second()
+    # the processes that send: the workers (the master only coordinates), else the one process
+    senders = ramp.workers if spec.workers_elsewhere else min(max(1, ramp.workers), cpu_count(spec.cpus))
     steps = []
     for step in range(1, ramp.steps + 1):
         secs = [sec for sec in every if step_of.get(sec) == step]
@@ -137,6 +140,7 @@ def split(doc: dict, spec: LoadSpec, t0: float, timelines: list[Timeline]) -> tu
         t1 = r.started_at + len(secs)
         busiest = busiest_process_pct(timelines, r.started_at, t1)
         r.loadgen_cpu_s = sum_cpu(timelines, r.started_at, t1)
+        r.loadgen_busiest_pct, r.loadgen_processes = (busiest if busiest == busiest else None), senders
         if busiest == busiest and busiest > 100 * LOADGEN_SATURATED:
             r.flags.append("loadgen-saturated")
         steps.append(r)
