@@ -57,6 +57,8 @@ METRICS = {m.column: m for m in [
 ]}
 # The percentiles a latency plot draws: label -> column.
 PLOTTED_PERCENTILES = {percentile_label(k): latency_column(k) for k in ("p50", "p90", "p99", "p999")}
+# Between a scenario and what else makes a cell its own (a network level, the VUs that carry a rate)
+SEPARATOR = " · "
 ID_COLUMNS = ["run_id", "target", "framework", "variant", "scenario", "profile", "concurrency", "rate", "step",
               "repeat", "status", "flags"]
 
@@ -95,7 +97,8 @@ def tidy(df: pd.DataFrame) -> pd.DataFrame:
     """A copy of a `results.load()` frame with the derived columns the analysis uses.
 
     `flags` becomes "" where empty, `flagged` is True where a cell carries a flag, `clean` where a cell
-    ran and carries none, `cpu_ms_per_req` is the server's CPU milliseconds per request.
+    ran and carries none, `cpu_ms_per_req` is the server's CPU milliseconds per request. A scenario
+    run at one rate with several VU counts is named per VU count ("json · 100 VUs").
     """
     out = df.copy()
     out["flags"] = out["flags"].fillna("").astype(str)
@@ -104,6 +107,15 @@ def tidy(df: pd.DataFrame) -> pd.DataFrame:
     out["clean"] = (out["status"] == "ok") & ~out["flagged"]
     requests = pd.to_numeric(out["requests"], errors="coerce")
     out["cpu_ms_per_req"] = (out["server_cpu_s"] * 1000 / requests.where(requests > 0)).astype(float)
+    # A rate cell is its rate and the VUs that carry it: where a scenario was run at one rate with
+    # several VU counts, those are different cells (p99 2 ms at 100 VUs, 40 ms at 1,000), never
+    # repeats of one, so the VUs join the scenario's name as a network level does.
+    if {"kind", "rate", "concurrency"} <= set(out):
+        rated = (out["kind"] == "rate") & out["rate"].notna() & out["concurrency"].notna()
+        several = out[rated].groupby(["scenario", "rate"])["concurrency"].nunique().groupby("scenario").max()
+        fold = rated & out["scenario"].map(several).gt(1)
+        out.loc[fold, "scenario"] = (out.loc[fold, "scenario"] + SEPARATOR
+                                     + out.loc[fold, "concurrency"].astype(int).astype(str) + " VUs")
     if "bytes" in out:
         out["mb_received"] = (pd.to_numeric(out["bytes"], errors="coerce") / 1e6).astype(float)
     return out

@@ -9,10 +9,9 @@ import itertools
 import pandas as pd
 
 from . import judge
-from .analysis import fmt
+from .analysis import SEPARATOR, fmt
 from .topology import LOCAL, Topology
 
-SEPARATOR = " · "
 # A lead this large between medians is read as a difference; smaller ones are within this machine's
 # run-to-run spread (10-s windows in fresh JVMs: CV about 11 %)
 LEAD = 0.10

@@ -190,3 +190,18 @@ def test_repeats_that_crashed_in_b_are_a_regression_not_missing_noise():
     cmp = compare.compare_runs(a, b)
     assert one(cmp)["verdict"] == "broke" and one(cmp)["note"] == "2 of 3 repeats failed in B"
     assert len(compare.regressions(cmp, pct=10)) == 2
+
+
+def test_one_rate_at_two_vu_counts_is_two_cells_not_two_repeats():
+    # issue 30: p99 2 ms at 100 VUs and 40 ms at 1,000 were "2 repeats" with a median of 21 ms
+    def rate_rows(run_id):
+        out = pd.concat([rows(run_id, [1000.0] * 3, concurrency=vus) for vus in (100, 1000)], ignore_index=True)
+        out["latency_p99_ms"] = np.where(out["concurrency"] == 100, 2.0, 40.0)
+        return out.assign(kind="rate", rate=1000.0)
+    summ = analysis.summary(rate_rows("A"), x="rate")
+    assert sorted(zip(summ["scenario"], summ["latency_p99_ms"], summ["repeats"])) == \
+        [("json · 100 VUs", 2.0, 3), ("json · 1000 VUs", 40.0, 3)]
+    cmp = compare.compare_runs(rate_rows("A"), rate_rows("B"), x="rate")
+    assert set(cmp["scenario"]) == {"json · 100 VUs", "json · 1000 VUs"} and not cmp["significant"].any()
+    # a closed loop's concurrency is already its level: nothing is renamed
+    assert set(analysis.summary(rows("A", [1000.0] * 3).assign(kind="throughput", rate=np.nan))["scenario"]) == {"json"}
