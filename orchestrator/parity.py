@@ -116,13 +116,25 @@ def merge_pools(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
     return dict(sorted(merged.items(), key=lambda kv: -kv[1]))
 
 
+UNDECLARED = "undeclared"
+
+
+def undeclared(entries: dict[str, dict]) -> dict[str, list[str]]:
+    """The parity fields each target's framework.toml leaves out, by target (only those with any): a
+    stranger's framework is not fair by default."""
+    out = {t: [f for f in PARITY_FIELDS if f not in e.get("declared", {})] for t, e in entries.items()}
+    return {t: fields for t, fields in out.items() if fields}
+
+
 def table(entries: dict[str, dict], top_pools: int = 5) -> pd.DataFrame:
-    """One row per target from run.json's `parity` entries: server, declared limits, libraries by role,
-    the largest thread pools after load, GC and heap."""
+    """One row per target from run.json's `parity` entries: server, declared limits ("undeclared"
+    where its framework.toml is silent), libraries by role, the largest thread pools after load, GC
+    and heap."""
     rows = []
     for target, e in entries.items():
         row = {"target": target, "server": e.get("server", "")}
-        row.update({PARITY_FIELDS[k]: v for k, v in e.get("declared", {}).items() if k in PARITY_FIELDS})
+        declared = e.get("declared", {})
+        row.update({label: declared.get(k, UNDECLARED) for k, label in PARITY_FIELDS.items()})
         row.update(e.get("libraries", {}))
         pools = e.get("threads") or {}
         if pools:

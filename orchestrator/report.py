@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from . import RESULTS_DIR, analysis, capacity_report, claims, judge, network_report, results
+from . import RESULTS_DIR, analysis, capacity_report, claims, judge, network_report, parity, results
 from . import noise as noise_mod
 from .analysis import METRICS, PLOTTED_PERCENTILES, fmt
 from .errors import UsageError
@@ -429,20 +429,26 @@ def _ceiling_note(meta: dict) -> str:
             f"generator rather than the target.")
 
 
+def warnings(meta: dict) -> list[str]:
+    """What the run warned of, and each target whose framework.toml leaves a parity field out."""
+    return [*meta.get("warnings", []),
+            *(f"{t} declares no {', '.join(fields)} in its framework.toml's [parity]: a limit there is unknown, so "
+              f"its figures may not compare with the others'" for t, fields in parity.undeclared(meta.get("parity") or {}).items())]
+
+
 def parity_blocks(meta: dict) -> list[tuple]:
     """The parity table of the run (run.json), the columns in which targets differ marked ≠."""
     entries = meta.get("parity") or {}
     if not entries:
         return []
-    from .parity import differing, matrix, table
-    t = table(entries)
-    diff = differing(t)
+    t = parity.table(entries)
+    diff = parity.differing(t)
     return [("h2", "Parity: what each target runs with"),
             ("p", "Declared in each framework.toml (pools, keep-alive, backlog), resolved by Maven for the build "
                   "(library versions), and observed after each target's load (`jcmd Thread.print`: platform "
                   "threads by pool, the largest first; GC and heap). Properties marked ≠ differ between targets: "
                   + ("; ".join(diff) if diff else "none") + "."),
-            ("table", matrix(t))]
+            ("table", parity.matrix(t))]
 
 
 def _sections(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
@@ -452,8 +458,8 @@ def _sections(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
     by scenario and metric (noise.floors)."""
     colors = target_colors(df["target"])
     blocks: list[tuple] = [("facts", _facts(meta, df))]
-    if meta.get("warnings"):
-        blocks.append(("warn", meta["warnings"]))
+    if warnings(meta):
+        blocks.append(("warn", warnings(meta)))
 
     def chart(name, fig, title):
         if fig is not None:

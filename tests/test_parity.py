@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from orchestrator import parity
-from orchestrator.catalog import discover, select
+from orchestrator.catalog import PARITY_FIELDS, discover, select
 from orchestrator.plan import Settings, pool_env
 
 from conftest import PORTS, bench, bench_env
@@ -84,3 +84,17 @@ def test_a_variant_env_wins_over_the_run_limits():
 def test_a_pool_size_out_of_range_is_a_usage_error():
     r = bench("run", "-f", "vertx", "--redis-pool-size", "0", frameworks=None)
     assert r.returncode == 2 and "--redis-pool-size must be from 1 to 1000" in r.stdout + r.stderr
+
+
+def test_a_target_that_declares_nothing_reads_undeclared_and_the_report_warns():
+    # issue 31: a framework.toml without [parity] showed blank cells, with no warning
+    from orchestrator import report
+    entries = {"x:a": {"server": "Tomcat", "declared": {f: "stated" for f in PARITY_FIELDS}},
+               "stranger:b": {"server": "Netty", "declared": {"backlog": "128"}}}
+    t = parity.table(entries).set_index("target")
+    assert t.loc["stranger:b", PARITY_FIELDS["db"]] == "undeclared" and t.loc["stranger:b", PARITY_FIELDS["backlog"]] == "128"
+    assert t.loc["x:a", PARITY_FIELDS["db"]] == "stated"
+    assert parity.undeclared(entries) == {"stranger:b": [f for f in PARITY_FIELDS if f != "backlog"]}
+    warned = report.warnings({"parity": entries, "warnings": ["loadgen busy"]})
+    assert warned[0] == "loadgen busy" and len(warned) == 2
+    assert warned[1].startswith("stranger:b declares no workers, redis, db, keep_alive in its framework.toml"), warned
