@@ -13,6 +13,7 @@ import typer
 from rich import box
 from rich.console import Console
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
 
 from . import REPO_ROOT, RESULTS_DIR, capacity, infra as infra_mod, interrupts, options, presets, profiles, results, runner
@@ -33,8 +34,10 @@ infra_app = typer.Typer(help="Redis and MariaDB for the targets.", no_args_is_he
 app.add_typer(infra_app, name="infra")
 images_app = typer.Typer(help="Docker images: local base images and one per framework.", no_args_is_help=True)
 app.add_typer(images_app, name="images")
-# Piped output (CI logs, files) gets lines long enough for a result line instead of 80 columns.
-console = Console(width=None if sys.stdout.isatty() else 160)
+# A terminal's own width. Piped output (CI logs, files) gets lines long enough for a result line
+# instead of 80 columns, unless COLUMNS asks for a width.
+console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else 160)
+PARITY_COLUMN = 28   # the narrowest a target's column of `bench parity` stays readable at
 
 FrameworkOpt = typer.Option(None, "--framework", "-f", help="Framework(s), comma-separated, or framework:variant.")
 VariantOpt = typer.Option(None, "--variant", "-v", help="Variant(s), comma-separated (default: all).")
@@ -159,11 +162,19 @@ def parity_cmd(run: Optional[str] = typer.Argument(None, help="A run id or folde
         environment.build_all(targets)
         entries = {t.id: parity.record(t, pool_env(settings, t)) for t in targets
                    if t.framework.name not in environment.build_failures}
-    m = parity.matrix(parity.table(entries))
-    table = Table(*m.columns, box=box.SIMPLE_HEAD)
-    for _, row in m.iterrows():
-        table.add_row(*[str(v) for v in row])
-    console.print(table)
+    t = parity.table(entries)
+    if len(t) * PARITY_COLUMN + PARITY_COLUMN > console.width:
+        # more targets than columns of a readable width: one block per property, each value once
+        for prop, values in parity.by_property(t):
+            console.print(f"[bold]{escape(prop)}[/]", soft_wrap=False)
+            for value, targets in values:
+                console.print(Padding(f"{escape(value or '–')}\n[dim]{escape(', '.join(targets))}[/]", (0, 0, 0, 2)))
+    else:
+        m = parity.matrix(t)
+        table = Table(*m.columns, box=box.SIMPLE_HEAD)
+        for _, row in m.iterrows():
+            table.add_row(*[str(v) for v in row])
+        console.print(table)
     console.print("≠: the targets differ in this property")
 
 

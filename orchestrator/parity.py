@@ -150,6 +150,19 @@ def differing(df: pd.DataFrame) -> list[str]:
     return [c for c in df.columns if c != "target" and df[c].nunique() > 1]
 
 
+def by_property(df: pd.DataFrame) -> list[tuple[str, list[tuple[str, list[str]]]]]:
+    """The table for a narrow screen: per property (marked ≠ where targets differ), each distinct value
+    once with the targets that have it, in the order they first appear."""
+    diff = set(differing(df))
+    out = []
+    for prop in (c for c in df.columns if c != "target"):
+        values: dict[str, list[str]] = {}
+        for target, value in zip(df["target"], df[prop]):
+            values.setdefault(str(value), []).append(target)
+        out.append((f"{prop} ≠" if prop in diff else prop, list(values.items())))
+    return out
+
+
 def matrix(df: pd.DataFrame) -> pd.DataFrame:
     """The table turned for reading: one row per property (marked ≠ where targets differ), one column
     per target."""

@@ -98,3 +98,14 @@ def test_a_target_that_declares_nothing_reads_undeclared_and_the_report_warns():
     warned = report.warnings({"parity": entries, "warnings": ["loadgen busy"]})
     assert warned[0] == "loadgen busy" and len(warned) == 2
     assert warned[1].startswith("stranger:b declares no workers, redis, db, keep_alive in its framework.toml"), warned
+
+
+def test_bench_parity_of_many_targets_reads_at_100_columns():
+    # issue 31: 25 targets squeezed into columns a few characters wide; one block per property instead
+    r = bench("parity", "-f", "fixture", env=bench_env(COLUMNS="100"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert max(map(len, lines)) <= 100, max(lines, key=len)
+    assert "threads that run a request's work" in lines and "accept backlog" in lines, r.stdout[:2000]
+    # the fixture declares no [parity]: each field's "undeclared" is written once, with every variant under it
+    assert r.stdout.count("undeclared") == len(PARITY_FIELDS), r.stdout[:3000]
