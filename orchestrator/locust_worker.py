@@ -23,6 +23,10 @@ from .errors import BenchError
 from .procs import log_tail, require_tool, spawn, stop
 
 NO_MASTER = "Got no locustfile response from master"   # Locust's line when no master answered in time
+# A worker started as one cell's master quits can fail once for that master's sake (CI saw "No User
+# class found!" from a worker restarted at a cell boundary): only a failure that repeats is the
+# worker's own, one that starting it again would not cure.
+FAILED_STARTS = 3
 
 
 def connected(proc: subprocess.Popen, address: str, port: int) -> bool:
@@ -49,6 +53,7 @@ def serve(address: str, port: int, processes: int, cpus: str | None, idle_s: flo
     paths = [logs / f"worker{i + 1}.log" for i in range(processes)]
     procs: list[subprocess.Popen | None] = [None] * processes
     busy = [False] * processes   # whether each worker has been connected to a master since it started
+    failed = [0] * processes     # each worker's starts in a row that ended before any master connected
     served, last_busy = 0, time.monotonic()
     say(f"{processes} Locust worker(s) waiting for masters at {address}:{port}; logs in {logs}")
     try:
@@ -61,12 +66,15 @@ def serve(address: str, port: int, processes: int, cpus: str | None, idle_s: flo
                 if proc is not None:
                     tail = log_tail(paths[i], 3)
                     if busy[i]:
-                        served += 1
+                        served, failed[i] = served + 1, 0
                         last_busy = time.monotonic()
                         say(f"worker {i + 1}: its master quit it (exit {proc.returncode}; {served} served)")
-                    elif NO_MASTER not in tail:   # it could not even wait: starting it again would not help
-                        raise BenchError(f"a Locust worker exited with {proc.returncode} before any master "
-                                         f"connected: {tail or 'no output'} (log: {paths[i]})")
+                    elif NO_MASTER not in tail:   # it could not even wait
+                        failed[i] += 1
+                        if failed[i] >= FAILED_STARTS:
+                            raise BenchError(f"a Locust worker exited with {proc.returncode} before any master "
+                                             f"connected, {failed[i]} times in a row: {tail or 'no output'} "
+                                             f"(log: {paths[i]})")
                 procs[i], busy[i] = spawn(argv, log_path=paths[i], cpus=cpus, env=env), False
             if time.monotonic() - last_busy > idle_s:
                 say(f"no master for {idle_s:.0f} s: stopping")

@@ -293,3 +293,20 @@ def test_eight_workers_at_sixty_percent_are_not_a_saturated_generator(tmp_path):
     local = split(doc, LoadSpec(port=1, scenario=SCENARIO, concurrency=8, duration_s=5, cpus="0", timeout_s=10,
                                 out_dir=tmp_path, ramp=ramp), 1000.0, timelines)[0][0]
     assert local.loadgen_processes == 1 and "near-generator-ceiling" in cell_flags(16, local, 1, False, ceiling=3100.0)
+
+
+def test_a_worker_that_fails_once_at_a_cell_boundary_is_started_again(tmp_path, monkeypatch):
+    # CI: a worker restarted as one cell's master quit printed "No User class found!" and exited 1;
+    # the agent stopped at once and the next cell's master waited 120 s for workers. A real
+    # executable in locust's place fails every start: the agent gives up only after FAILED_STARTS.
+    from orchestrator import locust_worker
+    from orchestrator.errors import BenchError
+    calls = tmp_path / "calls"
+    fake = tmp_path / "bin" / "locust"
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\necho x >> {calls}\necho 'vm/ERROR/locust.main: No User class found!'\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(locust_worker, "require_tool", lambda *_: str(fake))   # not .venv's own locust
+    with pytest.raises(BenchError, match="3 times in a row: .*No User class found!"):
+        locust_worker.serve("127.0.0.1", free_port("127.0.0.1"), 1, None, 30.0, tmp_path / "logs", lambda _: None)
+    assert calls.read_text().count("x") == locust_worker.FAILED_STARTS
