@@ -18,6 +18,8 @@ PORTS = ["--port", "29080", "--redis-port", "29379", "--db-port", "29306"]
 
 def bench_env(frameworks: Path | None = FIXTURES, **extra: str) -> dict[str, str]:
     env = {**os.environ, **extra}
+    if "COLUMNS" not in extra:   # the CLI's piped width, which tests read tables at, not the caller's terminal's
+        env.pop("COLUMNS", None)
     if frameworks:
         env["BENCH_FRAMEWORKS_DIR"] = str(frameworks)
     else:
