@@ -458,8 +458,9 @@ def _sections(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
     by scenario and metric (noise.floors)."""
     colors = target_colors(df["target"])
     blocks: list[tuple] = [("facts", _facts(meta, df))]
-    if warnings(meta):
-        blocks.append(("warn", warnings(meta)))
+    warned = warnings(meta)
+    if warned:
+        blocks.append(("warn", warned))
 
     def chart(name, fig, title):
         if fig is not None:
