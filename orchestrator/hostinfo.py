@@ -9,6 +9,7 @@ import subprocess
 import psutil
 
 from . import REPO_ROOT, STATE_DIR
+from .tools import build_of
 
 # Version lines kept per executable (path, size and modification time): asking Locust for its
 # version starts Python and imports it, about a second on this machine kind, in every run.
@@ -58,8 +59,7 @@ def tool_version(path: str, tool: str) -> str:
     """The first line a tool prints about its version ("" when it prints none); asked again only
     when the executable changed."""
     try:
-        st = os.stat(path)
-        key = f"{os.path.realpath(path)} {st.st_size} {st.st_mtime_ns}"
+        key = build_of(path)
         known = json.loads(VERSIONS_FILE.read_text()) if VERSIONS_FILE.exists() else {}
     except (OSError, ValueError):
         key, known = None, {}

@@ -22,6 +22,7 @@ from . import REPO_ROOT, STATE_DIR
 from .errors import BenchError
 from .procs import ensure_port_free, listening_beyond, log_tail, require_tool, spawn, stop_pid
 from .scenarios import REDIS_SEED, SEED_ROWS
+from .tools import build_of, compiled
 
 APT_LINE = "apt-get install -y redis-server mariadb-server"
 STATE_FILE = STATE_DIR / "infra.json"
@@ -207,10 +208,17 @@ def _start_mariadb(infra: Infra, launcher) -> None:
     d = Path(infra.data_dir)
     datadir = d / "mariadb"
     log = d / "mariadb.log"
-    rc = launcher.run_once("mariadb", [install_db, "--no-defaults", f"--datadir={datadir}",
-                            "--auth-root-authentication-method=normal", "--skip-test-db"], log)
-    if rc != 0:
-        raise BenchError(f"mariadb-install-db failed (exit {rc}); last lines of {log}:\n{log_tail(log)}")
+    install = [install_db, "--no-defaults", "--datadir={out}", "--auth-root-authentication-method=normal",
+               "--skip-test-db"]
+    if docker:
+        rc = launcher.run_once("mariadb", [a.replace("{out}", str(datadir)) for a in install], log)
+        if rc != 0:
+            raise BenchError(f"mariadb-install-db failed (exit {rc}); last lines of {log}:\n{log_tail(log)}")
+    else:
+        # Its system tables as mariadb-install-db writes them, made once per MariaDB build and copied
+        # for each start: the install took 2.3 s a start here, the copy 0.06 s.
+        shutil.copytree(compiled("mariadb-datadir", Path(install_db).resolve(), install,
+                                 extra_key=build_of(server)), datadir)
     argv = [server, "--no-defaults", f"--datadir={datadir}", f"--socket={infra.socket}",
             f"--port={infra.db_port}", f"--bind-address={','.join(infra.placement.binds())}",
             f"--pid-file={d / 'mariadb.pid'}",

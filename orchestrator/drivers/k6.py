@@ -1,5 +1,8 @@
 """k6: an open model at a fixed arrival rate (constant-arrival-rate), a closed loop of constant VUs,
 or a burst of a fixed number of requests shared by VUs that all start at once (shared-iterations).
+A burst of one request per connection is one VU's batch of them all, each on its own connection:
+the same requests at once, without setting up a VU per request (1,000 VUs took 0.6 s of k6's CPU
+here before the first request, a batch of 1,000 none).
 
 At a fixed rate, k6 starts each iteration on schedule whatever the earlier ones do, so a slow
 response delays no later request (no coordinated omission); when every VU is busy it drops the
@@ -27,13 +30,22 @@ INSTALL = f"python3 -m orchestrator list` (it builds k6 into .venv/bin) or `go i
 TREND_STATS = ["min", "avg", "max", "count", *(f"p({p})" for p in PERCENTILES.values())]
 
 
+def one_batch(spec: LoadSpec) -> bool:
+    """A burst in which each connection sends one request."""
+    return bool(spec.requests) and not spec.rate and spec.requests == spec.concurrency
+
+
 def script(spec: LoadSpec, out_json: str) -> str:
-    """The k6 test: one request per iteration; the executor by whether a rate is given."""
+    """The k6 test: one request per iteration (a burst of one request per connection: one iteration
+    that sends them all); the executor by whether a rate is given."""
     s = spec.scenario
     duration = f"{max(1, math.ceil(spec.duration_s))}s"
     if spec.rate:
         executor = {"executor": "constant-arrival-rate", "rate": int(spec.rate), "timeUnit": "1s",
                     "duration": duration, "preAllocatedVUs": spec.concurrency, "maxVUs": spec.concurrency}
+    elif one_batch(spec):
+        executor = {"executor": "per-vu-iterations", "vus": 1, "iterations": 1,
+                    "maxDuration": f"{burst_deadline_s(spec):.0f}s"}
     elif spec.requests:
         executor = {"executor": "shared-iterations", "vus": spec.concurrency, "iterations": spec.requests,
                     "maxDuration": f"{burst_deadline_s(spec):.0f}s"}
@@ -41,6 +53,11 @@ def script(spec: LoadSpec, out_json: str) -> str:
         executor = {"executor": "constant-vus", "vus": spec.concurrency, "duration": duration}
     options = {"scenarios": {"load": {**executor, "gracefulStop": f"{math.ceil(spec.timeout_s)}s"}},
                "summaryTrendStats": TREND_STATS, "discardResponseBodies": True}
+    request = "http.request(METHOD, URL, BODY, PARAMS)"
+    if one_batch(spec):
+        # every request of the batch at once, each on a connection of its own (k6 sends 6 at a time by default)
+        options.update(batch=spec.requests, batchPerHost=spec.requests)
+        request = f"http.batch(Array.from({{ length: {spec.requests} }}, () => [METHOD, URL, BODY, PARAMS]))"
     params = {"headers": s.headers, "timeout": f"{math.ceil(spec.timeout_s)}s"}
     body = json.dumps(s.body.decode()) if s.body is not None else "null"
     # json.dumps gives JavaScript literals for every value here; nothing is pasted in as code.
@@ -49,7 +66,7 @@ def script(spec: LoadSpec, out_json: str) -> str:
             f"const URL = {json.dumps(spec.url)}, METHOD = {json.dumps(s.method)}, BODY = {body};\n"
             f"const PARAMS = {json.dumps(params)};\n"
             f"export function setup() {{ return {{ t0: Date.now() }}; }}\n"
-            f"export default function () {{ http.request(METHOD, URL, BODY, PARAMS); }}\n"
+            f"export default function () {{ {request}; }}\n"
             f"export function handleSummary(data) {{ return {{ {json.dumps(out_json)}: JSON.stringify(data) }}; }}\n")
 
 
