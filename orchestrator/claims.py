@@ -34,6 +34,8 @@ MEASURES = {
     "switches-per-request": ("OS context switches into the server per request (schedstat)",
                              lambda r: r["server_switches_per_request"]),
 }
+# The measures read from Flight Recorder's events: a run records them only with --jfr.
+RECORDED = {"asleep", "parked", "event-loop-app-share", "pinned", "threads-on-cpu"}
 _OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
 _HOLDS = re.compile(r"\s*(>=|<=|>|<)\s*(-?\d+(?:\.\d+)?)\s*")
 FIELDS = ("claim", "target", "scenario", "figure", "evidence", "holds")

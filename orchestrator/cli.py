@@ -312,7 +312,8 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
                 study = sum(len(s) for s in presets.load(preset, catalog).matrix.values())
                 cells = "; ".join(f"{t} {','.join(s)}" for t, s in matrix.items())
                 console.print(f"quick form, a smoke of the preset: {sum(len(s) for s in matrix.values())} of its "
-                              f"{study} cells ({cells}), one JVM per target")
+                              f"{study} cells ({cells}), one JVM per target"
+                              + ("" if chosen.jfr else ", Flight Recorder off (no claim of it reads its evidence)"))
         else:
             scenarios = parse_list(scenario, list(SCENARIOS), "scenario")
             matrix = {t.id: scenarios for t in _targets(framework, variant, catalog)}

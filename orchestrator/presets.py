@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import options, profiles, topology
 from .catalog import Framework, resolve
-from .claims import check
+from .claims import RECORDED, check
 from .documents import Document
 from .errors import UsageError
 from .profiles import Profile
@@ -35,11 +35,12 @@ class Preset:
     source: str = ""
     claims: tuple[dict, ...] = ()        # the study's claims with the evidence that tests each (claims.py)
     topology: topology.Topology | None = None   # where the study ran its server and database
+    jfr: bool = True                     # Flight Recorder on, for its flame graphs and evidence
 
     def settings(self, cpus_given: bool) -> dict:
         """The run settings the study used, for the options the user left out. CPUs go as a pair: a
         user's --server-cpus never meets the preset's load generator CPUs."""
-        chosen: dict = {"heap": self.heap, "fresh_jvm_per_scenario": self.fresh_jvm_per_scenario, "jfr": True}
+        chosen: dict = {"heap": self.heap, "fresh_jvm_per_scenario": self.fresh_jvm_per_scenario, "jfr": self.jfr}
         cpus = None if cpus_given else self.cpus()
         if cpus:
             chosen["server_cpus"], chosen["loadgen_cpus"] = cpus
@@ -119,6 +120,9 @@ def load(name: str, catalog: dict[str, Framework], quick: bool = False) -> Prese
                   # test_pipeline's to prove, on a JVM that starts in a second, not Spring's 15 s)
                   fresh_jvm_per_scenario=settings.get("fresh_jvm_per_scenario", bool, False) and not quick,
                   source=str(doc.path),
+                  # the quick form records only when a claim reads Flight Recorder's evidence (its
+                  # dump, reading and flame graph cost about a second a cell)
+                  jfr=not quick or any(c["evidence"] in RECORDED for c in claims),
                   claims=claims, topology=topo)
 
 
