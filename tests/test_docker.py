@@ -94,11 +94,12 @@ def test_sigkill_mid_run_then_clean_leaves_no_container(results_dir):
     assert len(kept) >= 1 and (kept["status"] == "ok").all()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def engine_host():
     """A second Docker engine on another host: a network namespace of this machine, reached only over
     its link, with a data root of its own (so it starts without any image). Yields (its DOCKER_HOST,
-    the host's namespace, this machine's address toward it)."""
+    the host's namespace, this machine's address toward it). One for the module: the first test
+    that uses it finds it without images, the next finds the image that test shipped."""
     topo = Topology(name="engine-host", server="engine")
     net = Network(topo, os.getpid(), cpus="0")
     net.up()
