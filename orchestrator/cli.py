@@ -185,9 +185,10 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
                runtime: str = RuntimeOpt, memory: str = MemoryOpt, offline: bool = OfflineOpt,
                start_timeout: str = StartTimeoutOpt, db_pool_size: int = DbPoolOpt,
                redis_pool_size: int = RedisPoolOpt,
-               load: Optional[int] = typer.Option(None, "--load", help="The load smoke: after verifying, load each "
-                                                  "scenario for 1 s at this many connections (the studies use 500 "
-                                                  "to 2,000), then verify again; no figure is kept.")) -> None:
+               load: Optional[int] = typer.Option(None, "--load", help="The load smoke: after verifying, send each "
+                                                  "scenario this many requests at once, one per connection (the "
+                                                  "studies use 500 to 2,000), each to be answered, then verify "
+                                                  "again; no figure is kept.")) -> None:
     """Start each target and check every scenario against the contract (no load, unless --load)."""
     if load is not None and not 1 <= load <= 20_000:
         raise UsageError(f"--load must be 1 to 20,000 connections, not {load}")
@@ -204,7 +205,7 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
         console.print(f"[yellow]removed a leftover of an earlier run:[/] {leftover}")
     if load:
         os.sched_setaffinity(0, parse_cpus(settings.loadgen_cpus))   # the smoke's wrk and parsing off the server's CPU
-    with runner.quiet_sigterm(), environment.infra() as infra:
+    with runner.quiet_sigterm(), environment.infra() as infra, environment.keep_backends():
         for i, t in enumerate(targets, 1):
             t0 = time.monotonic()
             try:

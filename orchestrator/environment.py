@@ -76,6 +76,7 @@ class Environment:
         self.runtime: Runtime = runtimes.get(settings.runtime, settings.memory)
         self.runtime.check()
         self.jdk: Jdk = find_jdk()
+        self.kept_backends: dict[str, Started] | None = None   # keep_backends()
         self.artifacts: dict[str, Path] = {}
         self.build_failures: dict[str, str] = {}
         self.build_times: dict[str, float | None] = {}
@@ -233,17 +234,39 @@ class Environment:
         env = dict(env)
         if target.framework.backend:
             # The backend is fixed scenery, not the subject: it runs beside the infrastructure.
-            backend = self._launch(resolve(self.catalog, target.framework.backend), s.port + 1,
-                                   s.loadgen_cpus, env, run_id)
+            backend = self._backend(resolve(self.catalog, target.framework.backend), env, run_id)
             env["BACKEND_URL"] = f"http://{self.server_host}:{s.port + 1}"
         try:
             started = self._launch(target, s.port, s.server_cpus, env, run_id)
         except BaseException:
-            if backend:
+            if backend and self.kept_backends is None:
                 backend.stop()
             raise
-        started.backend = backend
+        started.backend = backend if self.kept_backends is None else None
         return started
+
+    def _backend(self, backend: Target, env: dict[str, str], run_id: str) -> Started:
+        """A fresh backend for each target of a run (each measured against one as fresh as the
+        others'); with keep_backends, the one already up while it still runs."""
+        kept = (self.kept_backends or {}).get(backend.id)
+        if kept and kept.server.exit_code() is None:
+            return kept
+        started = self._launch(backend, self.settings.port + 1, self.settings.loadgen_cpus, env, run_id)
+        if self.kept_backends is not None:
+            self.kept_backends[backend.id] = started
+        return started
+
+    @contextlib.contextmanager
+    def keep_backends(self):
+        """One backend for the gateways it serves until the block ends (verification: nothing of it is
+        measured, and each start of Spring WebFlux took 7 s here), then stopped."""
+        self.kept_backends = {}
+        try:
+            yield
+        finally:
+            for started in self.kept_backends.values():
+                started.stop()
+            self.kept_backends = None
 
     def cleanup_leftovers(self) -> list[str]:
         """What killed runs left: containers (docker runtime), infrastructure data directories and

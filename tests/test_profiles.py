@@ -183,8 +183,13 @@ def test_ramp_writes_a_row_per_step_and_a_time_series_with_workers(results_dir, 
     path = tmp_path / "short-ramp.toml"
     path.write_text('kind = "ramp"\nwarmup = "0s"\n'
                     '[ramp]\nstart_users = 5\nstep_users = 10\nstep_duration = "3s"\nsteps = 3\nworkers = 2\n')
-    df, ts, _ = run_profile(results_dir, "-s", "sleep", "-p", str(path))
+    df, ts, _ = run_profile(results_dir, "-s", "sleep", "-p", str(path), "--jfr")
     assert list(df["step"]) == [1, 2, 3] and list(df["concurrency"]) == [5, 15, 25]
+    # Flight Recorder's evidence per step, over the step's own seconds: each user's request sleeps
+    # nearly all its time, so about as many threads are asleep on average as the step has users
+    assert df["jfr_error"].isna().all(), df["jfr_error"]
+    asleep = df["jfr_sleep_ms"] / 1000 / df["duration_s"]
+    assert ((asleep >= 0.5 * df["concurrency"]) & (asleep <= 1.1 * df["concurrency"])).all(), asleep
     assert set(df["driver"]) == {"locust"} and (df["status"] == "ok").all(), df["reason"]
     # Users with no think time on a 100 ms endpoint: about 10 req/s per user.
     for _, row in df.iterrows():
