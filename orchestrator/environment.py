@@ -251,6 +251,8 @@ class Environment:
         kept = (self.kept_backends or {}).get(backend.id)
         if kept and kept.server.exit_code() is None:
             return kept
+        if kept:
+            kept.stop()   # it died under the last gateway's load: reaped, and a fresh one started
         started = self._launch(backend, self.settings.port + 1, self.settings.loadgen_cpus, env, run_id)
         if self.kept_backends is not None:
             self.kept_backends[backend.id] = started
