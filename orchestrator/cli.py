@@ -204,7 +204,7 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
     for leftover in environment.cleanup_leftovers():
         console.print(f"[yellow]removed a leftover of an earlier run:[/] {leftover}")
     if load:
-        os.sched_setaffinity(0, parse_cpus(settings.loadgen_cpus))   # the smoke's wrk and parsing off the server's CPU
+        os.sched_setaffinity(0, parse_cpus(settings.loadgen_cpus))   # the smoke's k6 and parsing off the server's CPU
     with runner.quiet_sigterm(), environment.infra() as infra, environment.keep_backends():
         for i, t in enumerate(targets, 1):
             t0 = time.monotonic()

@@ -1,6 +1,7 @@
 """Small helper programs the orchestrator compiles from its own sources on first use (the Flight
-Recorder reader, a link's delay wire), kept in .bench-state/tools/ under a hash of what they were
-built from, so that a changed source or compiler builds anew and nothing else does."""
+Recorder reader, a link's delay wire), and MariaDB's empty data directory, kept in
+.bench-state/tools/ under a hash of what they were made from, so that a changed source, compiler or
+MariaDB makes them anew and nothing else does."""
 from __future__ import annotations
 
 import hashlib

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import PORTS, bench
-from orchestrator import presets, profiles, results
+from orchestrator import claims, presets, profiles, results
 from orchestrator.catalog import discover
 from orchestrator.errors import ManifestError, UsageError
 
@@ -35,6 +35,8 @@ def test_every_shipped_preset_resolves_against_the_repo():
         assert {s for _, s in cells} == {s for scenarios in full.matrix.values() for s in scenarios}, name
         assert {(c["target"], c["scenario"]) for c in full.claims} <= cells, name
         assert quick.profile.measured_s() <= full.profile.measured_s(), name
+        # a full run records Flight Recorder; the quick form only where a claim reads its evidence
+        assert full.jfr and quick.jfr == any(c["evidence"] in claims.RECORDED for c in full.claims), name
     # the far-database study: the database 0.3 and 170 ms away; here 0 to 170 ms, the quick form 0 and 40
     far, quick = presets.load("far-database", catalog), presets.load("far-database", catalog, quick=True)
     assert [s.rtt_ms for s in far.topology.varying.shapes] == [0, 20, 85, 170]
