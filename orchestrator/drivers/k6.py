@@ -40,12 +40,14 @@ def script(spec: LoadSpec, out_json: str) -> str:
     that sends them all); the executor by whether a rate is given."""
     s = spec.scenario
     duration = f"{max(1, math.ceil(spec.duration_s))}s"
+    request = "http.request(METHOD, URL, BODY, PARAMS)"
     if spec.rate:
         executor = {"executor": "constant-arrival-rate", "rate": int(spec.rate), "timeUnit": "1s",
                     "duration": duration, "preAllocatedVUs": spec.concurrency, "maxVUs": spec.concurrency}
     elif one_batch(spec):
         executor = {"executor": "per-vu-iterations", "vus": 1, "iterations": 1,
                     "maxDuration": f"{burst_deadline_s(spec):.0f}s"}
+        request = f"http.batch(Array.from({{ length: {spec.requests} }}, () => [METHOD, URL, BODY, PARAMS]))"
     elif spec.requests:
         executor = {"executor": "shared-iterations", "vus": spec.concurrency, "iterations": spec.requests,
                     "maxDuration": f"{burst_deadline_s(spec):.0f}s"}
@@ -53,11 +55,9 @@ def script(spec: LoadSpec, out_json: str) -> str:
         executor = {"executor": "constant-vus", "vus": spec.concurrency, "duration": duration}
     options = {"scenarios": {"load": {**executor, "gracefulStop": f"{math.ceil(spec.timeout_s)}s"}},
                "summaryTrendStats": TREND_STATS, "discardResponseBodies": True}
-    request = "http.request(METHOD, URL, BODY, PARAMS)"
     if one_batch(spec):
         # every request of the batch at once, each on a connection of its own (k6 sends 6 at a time by default)
         options.update(batch=spec.requests, batchPerHost=spec.requests)
-        request = f"http.batch(Array.from({{ length: {spec.requests} }}, () => [METHOD, URL, BODY, PARAMS]))"
     params = {"headers": s.headers, "timeout": f"{math.ceil(spec.timeout_s)}s"}
     body = json.dumps(s.body.decode()) if s.body is not None else "null"
     # json.dumps gives JavaScript literals for every value here; nothing is pasted in as code.
