@@ -60,7 +60,8 @@ def survives(target: Target, started, settings, connections: int, logs: Path, ho
                                   started.server.log_path)
         failed = _failures(r)
         if failed:
-            return f"{name} at {connections} connections: {failed} of {r.requests + r.errors} requests failed"
+            return server_failure(f"{name} at {connections} connections: {failed} of {r.requests + r.errors} "
+                                  "requests failed", started.server.log_path)
         if not answered:
             return server_failure(f"{name} at {connections} connections: no answer on "
                                   f"{target.framework.health_path} within {DRAIN_S:.0f} s after the burst",
