@@ -21,12 +21,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
-from . import RESULTS_DIR, judge
+from . import RESULTS_DIR, judge, lazy
 from .results import MEASUREMENTS, RUN_JSON
 from .schema import PERCENTILES, latency_column, percentile_label
+
+np = lazy.module("numpy")
+pd = lazy.module("pandas")
 
 
 @dataclass(frozen=True)

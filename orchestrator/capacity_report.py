@@ -3,10 +3,12 @@ cost per request at the common rate (where every target does the same work) and 
 and latency against the offered rate with the objective drawn in. Reads rows only (results, schema)."""
 from __future__ import annotations
 
-import pandas as pd
 from matplotlib.figure import Figure
 
+from . import lazy
 from .schema import PERCENTILES, latency_column, percentile_label
+
+pd = lazy.module("pandas")
 
 OUTCOMES = {"found": "", "above-generator": " (generator limit)",
             "below-floor": " (below the lowest rate probed)", "unresolved": " (probe budget spent)"}

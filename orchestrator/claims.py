@@ -15,9 +15,10 @@ from __future__ import annotations
 import operator
 import re
 
-import pandas as pd
-
+from . import lazy
 from .schema import COLUMNS
+
+pd = lazy.module("pandas")
 
 # Evidence measures: name -> (what it is, in words; how a row gives it)
 MEASURES = {

@@ -23,11 +23,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-import pandas as pd
-
-from . import judge
+from . import judge, lazy
 from .analysis import METRICS, tidy
+
+np = lazy.module("numpy")
+pd = lazy.module("pandas")
 
 ALPHA = judge.ALPHA
 DEFAULT_METRICS = ("rps", "latency_p99_ms")

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pandas as pd
+from . import lazy
+
+pd = lazy.module("pandas")
 
 
 @dataclass(frozen=True)

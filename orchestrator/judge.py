@@ -23,7 +23,9 @@ import functools
 import math
 from dataclasses import dataclass
 
-import numpy as np
+from . import lazy
+
+np = lazy.module("numpy")
 
 ALPHA = 0.05       # two-sided: a 95 % interval
 POWER = 0.8        # the minimum detectable effect is found 8 times in 10

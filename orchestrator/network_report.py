@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import itertools
 
-import pandas as pd
-
-from . import judge
+from . import judge, lazy
 from .analysis import SEPARATOR, fmt
 from .topology import LOCAL, Topology
+
+pd = lazy.module("pandas")
 
 # A lead this large between medians is read as a difference; smaller ones are within this machine's
 # run-to-run spread (10-s windows in fresh JVMs: CV about 11 %)

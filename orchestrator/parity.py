@@ -17,9 +17,10 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-import pandas as pd
-
+from . import lazy
 from .catalog import PARITY_FIELDS, Target
+
+pd = lazy.module("pandas")
 
 VERSIONS_FILE = "target/dependencies.txt"
 # `mvn dependency:list`, pinned: Maven 3.8 would otherwise pick the newest plugin, which needs a newer Maven.

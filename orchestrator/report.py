@@ -12,19 +12,20 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from . import RESULTS_DIR, analysis, capacity_report, claims, judge, network_report, parity, results
+from . import RESULTS_DIR, analysis, capacity_report, claims, judge, lazy, network_report, parity, results
 from . import noise as noise_mod
 from .analysis import METRICS, PLOTTED_PERCENTILES, fmt
 from .errors import UsageError
 from .jfr_report import WHY_TEXT, Link, why_table
 from .schema import NEAR_CEILING, percentile_label
+
+np = lazy.module("numpy")
+pd = lazy.module("pandas")
 
 TIMESERIES = results.TIMESERIES
 WIDTH_IN, DPI = 10.0, 100  # 1000 px wide: reads on a laptop without zooming

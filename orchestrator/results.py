@@ -13,15 +13,30 @@ import json
 import os
 import warnings
 from pathlib import Path
+from functools import cache
 from typing import Iterable
 
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from . import RESULTS_DIR
+from . import RESULTS_DIR, lazy
 # The columns are schema.py's; results.COLUMNS stays, for notebooks that read it beside load().
-from .schema import CELL_KEY, COLUMNS, SCHEMA, TIMESERIES_KEY, TIMESERIES_SCHEMA  # noqa: F401
+from .schema import CELL_KEY, COLUMNS, ROW_TYPES, TIMESERIES_KEY, TIMESERIES_TYPES  # noqa: F401
+
+pd = lazy.module("pandas")
+pa = lazy.module("pyarrow")
+pq = lazy.module("pyarrow.parquet")
+
+
+
+@cache
+def row_schema() -> pa.Schema:
+    """measurements.parquet's Arrow schema: schema.py's columns, in order."""
+    return pa.schema([(name, getattr(pa, kind)()) for name, kind in ROW_TYPES])
+
+
+@cache
+def timeseries_schema() -> pa.Schema:
+    """timeseries.parquet's Arrow schema."""
+    return pa.schema([(name, getattr(pa, kind)()) for name, kind in TIMESERIES_TYPES])
+
 
 MEASUREMENTS = "measurements.parquet"
 TIMESERIES = "timeseries.parquet"
@@ -80,13 +95,13 @@ class RunStore:
         if series:
             keys = {tuple(r.get(k) for k in TIMESERIES_KEY) for r in series}
             self.series = [r for r in self.series if tuple(r.get(k) for k in TIMESERIES_KEY) not in keys] + [
-                {c: r.get(c) for c in TIMESERIES_SCHEMA.names} for r in series]
-            ts = pa.Table.from_pylist(self.series, schema=TIMESERIES_SCHEMA)
+                {c: r.get(c) for c in timeseries_schema().names} for r in series]
+            ts = pa.Table.from_pylist(self.series, schema=timeseries_schema())
             _atomic_write(self.dir / TIMESERIES, lambda p: pq.write_table(ts, p))
         keys = {tuple(r.get(k) for k in CELL_KEY) for r in rows}
         self.rows = [r for r in self.rows if tuple(r.get(k) for k in CELL_KEY) not in keys] + [
             {c: r.get(c) for c in COLUMNS} for r in rows]
-        table = pa.Table.from_pylist(self.rows, schema=SCHEMA)
+        table = pa.Table.from_pylist(self.rows, schema=row_schema())
         _atomic_write(self.dir / MEASUREMENTS, lambda p: pq.write_table(table, p))
 
 
@@ -126,7 +141,7 @@ def find_run(run: str | Path | None, root: Path = RESULTS_DIR) -> Path:
 def load(runs: str | Path | Iterable[str | Path] | None = None, root: Path = RESULTS_DIR) -> pd.DataFrame:
     """The measurements of one run (id or path; None: the newest) or of several, as one DataFrame.
 
-    One row per cell, columns as in SCHEMA. A missing, corrupt or partial Parquet file is skipped
+    One row per cell, columns as in row_schema(). A missing, corrupt or partial Parquet file is skipped
     with a warning, and the other runs load.
     """
     if runs is None or isinstance(runs, (str, Path)):
@@ -136,17 +151,17 @@ def load(runs: str | Path | Iterable[str | Path] | None = None, root: Path = RES
         d = find_run(run, root)
         path = d / MEASUREMENTS
         try:
-            frames.append(_with_schema(pq.read_table(path), SCHEMA).to_pandas())
+            frames.append(_with_schema(pq.read_table(path), row_schema()).to_pandas())
         except (OSError, pa.ArrowException) as e:
             warnings.warn(f"skipping {path}: {e}", stacklevel=2)
     if not frames:
-        return pd.DataFrame({c: pd.Series(dtype=SCHEMA.field(c).type.to_pandas_dtype()) for c in COLUMNS})
+        return pd.DataFrame({c: pd.Series(dtype=row_schema().field(c).type.to_pandas_dtype()) for c in COLUMNS})
     return pd.concat(frames, ignore_index=True)
 
 
 def load_timeseries(runs: str | Path | Iterable[str | Path] | None = None, root: Path = RESULTS_DIR) -> pd.DataFrame:
     """The per-second series of time-resolved cells (ramp profiles) of one run or several; columns as in
-    TIMESERIES_SCHEMA, empty when no run has any. Unreadable files are skipped with a warning."""
+    timeseries_schema(), empty when no run has any. Unreadable files are skipped with a warning."""
     if runs is None or isinstance(runs, (str, Path)):
         runs = [runs]
     frames = []
@@ -155,12 +170,12 @@ def load_timeseries(runs: str | Path | Iterable[str | Path] | None = None, root:
         if not path.exists():
             continue
         try:
-            frames.append(_with_schema(pq.read_table(path), TIMESERIES_SCHEMA).to_pandas())
+            frames.append(_with_schema(pq.read_table(path), timeseries_schema()).to_pandas())
         except (OSError, pa.ArrowException) as e:
             warnings.warn(f"skipping {path}: {e}", stacklevel=2)
     if not frames:
-        return pd.DataFrame({c: pd.Series(dtype=TIMESERIES_SCHEMA.field(c).type.to_pandas_dtype())
-                             for c in TIMESERIES_SCHEMA.names})
+        return pd.DataFrame({c: pd.Series(dtype=timeseries_schema().field(c).type.to_pandas_dtype())
+                             for c in timeseries_schema().names})
     return pd.concat(frames, ignore_index=True)
 
 

@@ -76,7 +76,7 @@ def test_failed_and_flagged_cells_are_marked_and_never_crowned(run_dir):
 
 def cells(target: str, rps, flags: str = "", status: str = "ok", scenario: str = "json",
           concurrency: int = 256) -> pd.DataFrame:
-    """Made-up repeats of one cell, in the columns of schema.SCHEMA (those not given are empty)."""
+    """Made-up repeats of one cell, in the columns of schema.ROW_TYPES (those not given are empty)."""
     return pd.DataFrame([{"run_id": "made-up", "target": target, "scenario": scenario, "concurrency": concurrency,
                           "repeat": i + 1, "status": status, "reason": "", "flags": flags, "rps": v,
                           "latency_p99_ms": 256_000 / v, "requests": int(v * 10), "server_cpu_s": 1.0}

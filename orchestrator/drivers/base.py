@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
+from .. import lazy
 from ..scenarios import Scenario
 from ..schema import PERCENTILES
+
+np = lazy.module("numpy")
 
 if TYPE_CHECKING:   # profiles asks the driver registry which kinds exist: no import back at run time
     from ..profiles import Ramp

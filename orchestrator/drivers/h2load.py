@@ -10,11 +10,12 @@ import re
 import time
 from pathlib import Path
 
-import numpy as np
-
+from .. import lazy
 from ..jvm import cpu_count
 from ..procs import log_tail
 from .base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generator
+
+np = lazy.module("numpy")
 
 INSTALL = "apt-get install -y nghttp2-client"
 _FINISHED = re.compile(r"finished in ([\d.]+)(us|ms|s)")
