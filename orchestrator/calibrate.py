@@ -277,7 +277,7 @@ def open_model(name: str, servers: list[psutil.Process], port: int, loadgen_cpus
         search.record(rate, verdict)
         probes.append({"rate": rate, "vus": vus, "rps": round(r.rps), "dropped": r.dropped,
                        "p50_ms": round(r.latency_p50, 2), "p99_ms": round(r.latency_p99, 2),
-                       "generator_cpu_pct": round(100 * r.loadgen_cpu_s / r.duration_s / cpu_count(loadgen_cpus), 1),
+                       "generator_cpu_pct": round(100 * r.loadgen_cpus_used / cpu_count(loadgen_cpus), 1),
                        "server_cpu_pct": round(server_pct, 1), "settled_s": settled_s,
                        "verdict": f"{verdict.state}: {verdict.why}"})
         waited = f", after {settled_s:g} s waiting for quiet CPUs" if settled_s > 1 else ""

@@ -51,8 +51,8 @@ def cell_flags(concurrency: int, r: LoadResult, loadgen_cpus: int, server_alive:
         flags.append("users-unanswered")
     # A generator of several processes (Locust's workers) judged its busiest one itself: their sum
     # says nothing of whether one of them ran out of its core.
-    if r.loadgen_busiest_pct is None and r.loadgen_cpu_s == r.loadgen_cpu_s and r.duration_s > 0 and \
-            r.loadgen_cpu_s / r.duration_s > LOADGEN_SATURATED * loadgen_cpus and "loadgen-saturated" not in r.flags:
+    if r.loadgen_busiest_pct is None and r.loadgen_cpus_used > LOADGEN_SATURATED * loadgen_cpus \
+            and "loadgen-saturated" not in r.flags:
         flags.append("loadgen-saturated")
     if loadgen_cpus_busy_pct is not None and loadgen_cpus_busy_pct > 100 * LOADGEN_SATURATED:
         flags.append("loadgen-cpus-busy")

@@ -53,7 +53,7 @@ def measured(base: dict, r: LoadResult, smp: ServerSample, flags: list[str]) -> 
         "jit_time_ms": smp.jit_time_s * 1000 if smp.jit_time_s is not None else None,
         "server_switches_per_request": smp.switches / r.requests if smp.switches is not None and r.requests else None,
         "loadgen_cpu_pct": r.loadgen_busiest_pct if r.loadgen_busiest_pct is not None
-        else 100.0 * r.loadgen_cpu_s / r.duration_s if r.duration_s else None,
+        else _or_none(100.0 * r.loadgen_cpus_used),
         "loadgen_cpus_busy_pct": smp.loadgen_cpus_busy_pct,
         "co_corrected_mean_ms": _or_none(r.co_corrected_mean), "co_corrected_p99_ms": _or_none(r.co_corrected_p99),
         "littles_ratio": littles_law_ratio(base["concurrency"], r), "flags": ",".join(flags),

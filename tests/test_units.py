@@ -76,6 +76,19 @@ def test_other_flags():
     assert "few-requests" in cell_flags(1, LoadResult(requests=5, duration_s=1, latency_mean=200), 1)
 
 
+def test_a_bursts_generator_start_up_is_not_read_as_its_saturation():
+    # k6 sets up 1,000 VUs (0.6 s of CPU here) before a burst that the server answers in 0.25 s: the
+    # generator's CPU time is its whole run's, 0.7 s in a 0.95-s run, not 0.7 s in the 0.25-s window
+    burst = LoadResult(requests=1000, duration_s=0.25, latency_mean=120.0, loadgen_cpu_s=0.7, loadgen_wall_s=0.95)
+    assert burst.loadgen_cpus_used == pytest.approx(0.7 / 0.95)
+    assert "loadgen-saturated" not in cell_flags(1000, burst, 1, closed_loop=False)
+    # one that was busy for all of its run still is saturated, and one whose run is not known is
+    # judged over its window as before
+    busy = LoadResult(requests=1000, duration_s=0.25, loadgen_cpu_s=0.93, loadgen_wall_s=0.95)
+    assert "loadgen-saturated" in cell_flags(1000, busy, 1, closed_loop=False)
+    assert result(1000, 64.0, loadgen_cpu_s=9.5).loadgen_cpus_used == pytest.approx(0.95)
+
+
 def test_near_generator_ceiling_is_above_80_percent_of_the_calibrated_bar():
     r = result(1000, 64.0)
     assert "near-generator-ceiling" in cell_flags(64, r, 1, ceiling=1240)

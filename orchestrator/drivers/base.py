@@ -74,7 +74,8 @@ class LoadResult:
     latency_p99: float = float("nan")
     latency_p999: float = float("nan")
     latency_max: float = float("nan")
-    loadgen_cpu_s: float = float("nan")   # all of the generator's processes
+    loadgen_cpu_s: float = float("nan")   # all of the generator's processes, from start to exit
+    loadgen_wall_s: float = float("nan")  # how long they ran: start-up, the window and the drain
     # Locust with workers (one single-threaded process each): the busiest process's CPU in % of one
     # core, and how many of them could send at once (each is one core at most; workers here share
     # the load-generator CPUs). None and 1 for a generator that is one process.
@@ -94,6 +95,15 @@ class LoadResult:
     @property
     def rps(self) -> float:
         return self.requests / self.duration_s if self.duration_s > 0 else 0.0
+
+    @property
+    def loadgen_cpus_used(self) -> float:
+        """The generator's CPU time per second that it ran, in CPUs (NaN: not known). Its CPU time is
+        its whole run's (rusage), so it is divided by its whole run: over the window alone, the
+        start-up and drain of a short burst (k6 setting up 1,000 VUs) read as more than its CPUs."""
+        span = max(self.duration_s, self.loadgen_wall_s) if self.loadgen_wall_s == self.loadgen_wall_s \
+            else self.duration_s
+        return self.loadgen_cpu_s / span if span > 0 else float("nan")
 
     @property
     def errors(self) -> int:

@@ -63,7 +63,7 @@ class H2loadDriver(Driver):
             body.write_bytes(spec.scenario.body)
             argv += ["-d", str(body)]     # h2load POSTs when it has data
         argv.append(spec.url)
-        rc, _wall, cpu_s = run_generator(argv, log, deadline_s=spec.timeout_s * 4 + 120, cpus=spec.cpus)
+        rc, wall_s, cpu_s = run_generator(argv, log, deadline_s=spec.timeout_s * 4 + 120, cpus=spec.cpus)
         text = log.read_text(errors="replace") if log.exists() else ""
         if rc != 0:
             raise DriverFailed(f"h2load exited with {rc}: {log_tail(log, 5) or 'no output'}")
@@ -76,6 +76,6 @@ class H2loadDriver(Driver):
             requests=s["done"], duration_s=s["duration_s"], bytes=s["bytes"],
             # h2load does not tell a refused connection from a reset one: both are "errored".
             errors_connect=max(0, s["errored"] - s["timeout"]), errors_timeout=s["timeout"],
-            errors_status=s["status_4xx_5xx"], loadgen_cpu_s=cpu_s,
+            errors_status=s["status_4xx_5xx"], loadgen_cpu_s=cpu_s, loadgen_wall_s=wall_s,
             started_at=first_start if first_start == first_start else time.time() - s["duration_s"],
             **latency_fields(latencies))

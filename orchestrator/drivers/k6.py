@@ -142,7 +142,7 @@ class K6Driver(Driver):
         argv.append(str(test))
         deadline = burst_deadline_s(spec) if spec.requests else spec.duration_s + 2 * spec.timeout_s
         started = time.time()
-        rc, _wall, cpu_s = run_generator(argv, log, deadline_s=deadline + 60, cpus=spec.cpus,
+        rc, wall_s, cpu_s = run_generator(argv, log, deadline_s=deadline + 60, cpus=spec.cpus,
                                         env={"K6_NO_USAGE_REPORT": "true", "K6_CSV_TIME_FORMAT": "unix_micro",
                                              **go_runtime_env()})
         if rc != 0 or not out_json.exists():
@@ -157,6 +157,7 @@ class K6Driver(Driver):
         # setup() runs just before the scenario starts and returns its clock (ms): k6's own start-up
         # (parsing, VU set-up) is not in the window
         result.started_at = (doc.get("setup_data") or {}).get("t0", started * 1000) / 1000.0
+        result.loadgen_wall_s = wall_s
         if spec.requests:
             latencies, status_errors, no_response, first, window = read_requests(per_request)
             result.requests, result.errors_status, result.errors_read = len(latencies), status_errors, no_response

@@ -126,12 +126,12 @@ class WrkDriver(Driver):
                 f"--timeout={math.ceil(spec.timeout_s)}s", "-s", str(script), spec.url]
         # wrk's window opens a few milliseconds after it starts (parsing, connecting) and lasts duration_us
         started = time.time()
-        rc, _wall, cpu_s = run_generator(argv, log, deadline_s=duration + spec.timeout_s + 30, cpus=spec.cpus)
+        rc, wall_s, cpu_s = run_generator(argv, log, deadline_s=duration + spec.timeout_s + 30, cpus=spec.cpus)
         if rc != 0 or not out_json.exists():
             raise DriverFailed(f"wrk exited with {rc}: {log_tail(log, 5) or 'no output'}")
         try:
             result = parse_summary(json.loads(out_json.read_text()), cpu_s)
         except (ValueError, KeyError) as e:
             raise DriverFailed(f"wrk wrote an unreadable summary ({e}): {out_json}") from None
-        result.started_at = started
+        result.started_at, result.loadgen_wall_s = started, wall_s
         return result
