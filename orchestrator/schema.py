@@ -72,7 +72,8 @@ ROW_TYPES = [
     # request: OS context switches into the server; null where the process is out of sight (remote engine)
     ("server_switches_per_request", "float64"),
     ("startup_s", "float64"), ("rss_after_start_mb", "float64"),
-    ("loadgen_cpu_pct", "float64"),        # the generator's own CPU per second it ran, in % of one CPU; Locust's workers: the busiest
+    # the generator's own CPU per second it ran, in % of one CPU; Locust's workers: the busiest one
+    ("loadgen_cpu_pct", "float64"),
     ("loadgen_cpus_busy_pct", "float64"),  # everything that ran on the load-generator CPUs, in % of them
     ("littles_ratio", "float64"), ("flags", "string"),
     # ramp (Locust): the step's users that got at least one response in it; fewer than `concurrency`
