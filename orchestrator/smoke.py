@@ -32,9 +32,10 @@ from .verify import verify
 DRAIN_S = 120.0
 
 
-def _failures(r: LoadResult) -> str:
+def _failures(r: LoadResult, asked: int) -> str:
     counts = {"non-2xx": r.errors_status, "connect": r.errors_connect, "no answer": r.errors_read,
-              "write": r.errors_write, "timeout": r.errors_timeout}
+              "write": r.errors_write, "timeout": r.errors_timeout,
+              "never sent (k6 stopped the burst at its max duration)": max(0, asked - r.requests - r.errors)}
     return ", ".join(f"{n} {what}" for what, n in counts.items() if n)
 
 
@@ -58,10 +59,10 @@ def survives(target: Target, started, settings, connections: int, logs: Path, ho
         if code is not None:
             return server_failure(f"{name} at {connections} connections: target exited with {code}",
                                   started.server.log_path)
-        failed = _failures(r)
+        failed = _failures(r, connections)
         if failed:
-            return server_failure(f"{name} at {connections} connections: {failed} of {r.requests + r.errors} "
-                                  "requests failed", started.server.log_path)
+            return server_failure(f"{name} at {connections} connections: {failed} of {connections} requests failed",
+                                  started.server.log_path)
         if not answered:
             return server_failure(f"{name} at {connections} connections: no answer on "
                                   f"{target.framework.health_path} within {DRAIN_S:.0f} s after the burst",

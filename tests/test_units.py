@@ -9,6 +9,7 @@ import pytest
 from orchestrator import options
 from orchestrator.checks import cell_flags, littles_law_holds, littles_law_ratio
 from orchestrator.drivers.base import LoadResult
+from orchestrator.drivers.k6 import burst_figures
 from orchestrator.drivers.wrk import lua_string, parse_summary
 from orchestrator.errors import UsageError
 from orchestrator.evidence import Evidence
@@ -87,6 +88,23 @@ def test_a_bursts_generator_start_up_is_not_read_as_its_saturation():
     busy = LoadResult(requests=1000, duration_s=0.25, loadgen_cpu_s=0.93, loadgen_wall_s=0.95)
     assert "loadgen-saturated" in cell_flags(1000, busy, 1, closed_loop=False)
     assert result(1000, 64.0, loadgen_cpu_s=9.5).loadgen_cpus_used == pytest.approx(0.95)
+
+
+def test_a_k6_burst_that_its_max_duration_ended_is_flagged(tmp_path):
+    # k6's per-request CSV (K6_CSV_TIME_FORMAT=unix_micro): two answers and one request with no
+    # response; two more of the five asked were never sent before maxDuration ended the burst
+    csv = tmp_path / "k6.requests.csv"
+    csv.write_text("metric_name,timestamp,metric_value,status\n"
+                   "http_reqs,1000000,1,200\n"
+                   "http_req_duration,1000000,100.0,200\n"
+                   "http_req_duration,1200000,250.0,503\n"
+                   "http_req_duration,1500000,60000.0,0\n")
+    cut = LoadResult(requests=0, duration_s=1.0)
+    burst_figures(cut, csv, asked=5)
+    assert (cut.requests, cut.errors_status, cut.errors_read) == (2, 1, 1) and cut.flags == ["burst-cut-short"]
+    whole = LoadResult(requests=0, duration_s=1.0)
+    burst_figures(whole, csv, asked=3)
+    assert whole.flags == [] and whole.latency_max == 250.0
 
 
 def test_near_generator_ceiling_is_above_80_percent_of_the_calibrated_bar():

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from pathlib import Path
 
 import psutil
 
@@ -103,6 +104,20 @@ def read_requests(path) -> tuple[list[float], int, int, float, float]:
             start, float(end.max()) - start if len(req) else float("nan"))
 
 
+def burst_figures(result: LoadResult, per_request: Path, asked: int) -> None:
+    """A burst's figures from its requests one by one (read_requests), in place of k6's summary's.
+    Flagged burst-cut-short when fewer than `asked` were sent: k6's maxDuration ended the burst first,
+    and the requests it never sent are in no count and no latency."""
+    latencies, status_errors, no_response, first, window = read_requests(per_request)
+    result.requests, result.errors_status, result.errors_read = len(latencies), status_errors, no_response
+    if window == window and window > 0:
+        result.started_at, result.duration_s = first, window
+    for key, value in latency_fields(latencies).items():
+        setattr(result, key, value)
+    if len(latencies) + no_response < asked:
+        result.flags.append("burst-cut-short")
+
+
 def parse_summary(doc: dict, loadgen_cpu_s: float, window_s: float) -> LoadResult:
     """k6's summary data -> LoadResult over a window of window_s. Durations are in ms already.
 
@@ -159,12 +174,7 @@ class K6Driver(Driver):
         result.started_at = (doc.get("setup_data") or {}).get("t0", started * 1000) / 1000.0
         result.loadgen_wall_s = wall_s
         if spec.requests:
-            latencies, status_errors, no_response, first, window = read_requests(per_request)
-            result.requests, result.errors_status, result.errors_read = len(latencies), status_errors, no_response
-            if window == window and window > 0:
-                result.started_at, result.duration_s = first, window
-            for key, value in latency_fields(latencies).items():
-                setattr(result, key, value)
+            burst_figures(result, per_request, spec.requests)
         if spec.rate and (result.dropped or result.rps < 0.95 * spec.rate):
             result.flags.append("rate-not-met")
         return result
