@@ -38,6 +38,8 @@ def verify(target: Target, port: int, host: str = "127.0.0.1") -> Verification:
             continue
         v.failures += [f"{name}: {p}" for p in problems]
         v.headers[name] = {h: r.header(h) for h in ("date", "server") if r.header(h)}
+        if not r.header("date"):   # the same headers everywhere: a server that omits it sends fewer bytes
+            v.failures.append(f"{name}: no Date header (every response carries one: RFC 9110 section 6.6.1)")
         # a gateway names its own thread apart: the backend's X-Thread passes through it unchanged
         header = "X-Gateway-Thread" if target.framework.backend else "X-Thread"
         thread = r.header(header.lower())

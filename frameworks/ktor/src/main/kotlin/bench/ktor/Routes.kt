@@ -1,11 +1,14 @@
 package bench.ktor
 
+import bench.shared.HttpDate
 import bench.shared.countPrimes
 
+import io.ktor.http.HttpHeaders
 import io.ktor.http.HttpStatusCode
 import io.ktor.serialization.kotlinx.json.json
 import io.ktor.server.application.Application
 import io.ktor.server.application.ApplicationCall
+import io.ktor.server.application.createApplicationPlugin
 import io.ktor.server.application.install
 import io.ktor.server.plugins.contentnegotiation.ContentNegotiation
 import io.ktor.server.request.receive
@@ -21,11 +24,21 @@ const val MAX_SLEEP_MS = 60_000
 const val MAX_PRIMES_N = 10_000_000
 
 /**
+ * Netty and CIO send no Date header of their own; every response carries one (CONTRACT.md). Ktor's
+ * DefaultHeaders plugin would add it (and a Server header), but its artifact is not served by the
+ * registry here, so a plugin of three lines sets the value every target without one shares.
+ */
+val DateHeader = createApplicationPlugin("DateHeader") {
+    onCall { call -> call.response.header(HttpHeaders.Date, HttpDate.now()) }
+}
+
+/**
  * The contract's endpoints, shared by both engines. Handlers are plain suspend functions:
  * they run on whatever dispatcher the engine calls them on, and every wait suspends.
  */
 fun Application.benchRoutes(redis: RedisValues, items: ItemRepository) {
     install(ContentNegotiation) { json() }
+    install(DateHeader)
 
     routing {
         get("/plaintext") {

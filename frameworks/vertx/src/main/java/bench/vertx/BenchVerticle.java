@@ -1,9 +1,11 @@
 package bench.vertx;
 
+import bench.shared.HttpDate;
 import bench.shared.Primes;
 
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
+import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.Router;
@@ -38,6 +40,11 @@ abstract class BenchVerticle extends VerticleBase {
   @Override
   public Future<?> start() {
     Router router = Router.router(vertx);
+    // Vert.x sends no Date header of its own; every response carries one (CONTRACT.md)
+    router.route().handler(ctx -> {
+      ctx.response().putHeader(HttpHeaders.DATE, HttpDate.now());
+      ctx.next();
+    });
     router.get("/plaintext").handler(ctx -> Reply.text(ctx, "Hello, World!"));
     router.get("/json").handler(ctx -> Reply.json(ctx, 200, Contract.message()));
     router.get("/sleep").handler(this::handleSleep);
