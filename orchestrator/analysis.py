@@ -35,23 +35,34 @@ class Metric:
     label: str
     unit: str
     higher_is_better: bool
-    # An absolute total over the window (CPU %, GC time) falls with the work done: the lowest is the
-    # slowest server as often as the leanest, so it is shown, never ranked (CPU per request is ranked).
-    ranked: bool = True
+    # Why the metric is shown but never ranked ('': it is ranked)
+    not_ranked: str = ""
+
+    @property
+    def ranked(self) -> bool:
+        return not self.not_ranked
+
+
+# An absolute total over the window (CPU %, GC time) falls with the work done: the lowest is the
+# slowest server as often as the leanest.
+NOT_RANKED = "not ranked: a total over the window, lower for a server that did less work (CPU per request ranks)"
 
 
 METRICS = {m.column: m for m in [
     Metric("rps", "throughput", "req/s", True),
     Metric("latency_mean_ms", "mean latency", "ms", False),
     *(Metric(latency_column(k), f"{percentile_label(k)} latency", "ms", False) for k in PERCENTILES),
-    Metric("server_cpu_pct", "server CPU", "%", False, ranked=False),
+    Metric("server_cpu_pct", "server CPU", "%", False, not_ranked=NOT_RANKED),
     # CPU % alone rewards the slowest server; CPU per request is what efficiency means.
     Metric("cpu_ms_per_req", "CPU per request", "ms", False),
     Metric("server_peak_rss_mb", "peak RSS", "MiB", False),
     Metric("server_peak_threads", "peak threads", "", False),
-    Metric("gc_time_ms", "GC time", "ms", False, ranked=False),
+    Metric("gc_time_ms", "GC time", "ms", False, not_ranked=NOT_RANKED),
     # In a fixed window more data means more responses: it follows throughput.
     Metric("mb_received", "data received", "MB", True),
+    # The same answer everywhere (CONTRACT.md): what differs is the headers, shown so that it is seen
+    Metric("bytes_per_response", "bytes per response", "B", False,
+           not_ranked="not ranked: every target sends the contract's body; a difference is in its headers"),
     Metric("startup_s", "startup", "s", False),
     Metric("rss_after_start_mb", "RSS after start", "MiB", False),
 ]}
@@ -117,7 +128,10 @@ def tidy(df: pd.DataFrame) -> pd.DataFrame:
         out.loc[fold, "scenario"] = (out.loc[fold, "scenario"] + SEPARATOR
                                      + out.loc[fold, "concurrency"].astype(int).astype(str) + " VUs")
     if "bytes" in out:
-        out["mb_received"] = (pd.to_numeric(out["bytes"], errors="coerce") / 1e6).astype(float)
+        received = pd.to_numeric(out["bytes"], errors="coerce")
+        out["mb_received"] = (received / 1e6).astype(float)
+        # status line, headers and body, as the generator counted them (wrk and k6: every byte read)
+        out["bytes_per_response"] = (received / requests.where(requests > 0)).astype(float)
     return out
 
 
@@ -211,8 +225,6 @@ def _describe(cell: dict, metric: str) -> str:
     return f"{cell['target']} {fmt(cell[metric], METRICS[metric].unit)} [{why}]"
 
 
-NOT_RANKED = "not ranked: a total over the window, lower for a server that did less work (CPU per request ranks)"
-
 
 def _verdict(best, runner, better: list[dict], others: list[dict], metric: str,
              lead: judge.Lead | None) -> tuple[str, str]:
@@ -220,7 +232,7 @@ def _verdict(best, runner, better: list[dict], others: list[dict], metric: str,
     if best is None:
         return "no clean cell", "no clean cell"
     if not METRICS[metric].ranked:
-        return "not ranked", NOT_RANKED
+        return "not ranked", METRICS[metric].not_ranked
     if better:
         what = "flagged" if all(c["state"] == "flagged" for c in better) else "flagged or partly failed"
         cells = "; ".join(_describe(c, metric) for c in better)

@@ -138,6 +138,19 @@ def test_absolute_cpu_and_gc_totals_are_shown_and_never_crowned():
     assert table["better"].iloc[0] == analysis.NOT_RANKED and table["better"].iloc[1] != analysis.NOT_RANKED
 
 
+def test_bytes_per_response_are_shown_beside_the_figures_and_never_crowned():
+    # a server that sends no Date header answers 37 bytes fewer per response: shown, not a win
+    dated = cells("dated", [10_000, 10_100, 9_900])
+    dated["bytes"] = dated["requests"] * 135
+    bare = cells("bare", [10_000, 10_050, 9_950])
+    bare["bytes"] = bare["requests"] * 98
+    summ = analysis.summary(pd.concat([dated, bare]))
+    assert lead(dated, bare, metric="bytes_per_response")["verdict"] == "not ranked"
+    table = report.comparison_table(summ, "json", 256, metrics=["bytes_per_response"]).set_index("metric")
+    assert (table.loc["bytes per response (B) ↓", ["bare", "dated"]] == ["98", "135"]).all()
+    assert "headers" in table["better"].iloc[0]
+
+
 def test_the_only_clean_cell_is_not_crowned_over_flagged_ones():
     # One repeat each and no floor: 10,000 against 9,500 is inconclusive; a flag on B whose cause
     # lowers B's own figure (its generator CPU was busy) must not turn that into a crown for A.
