@@ -29,12 +29,50 @@ def _interval(row) -> str:
     return span + OUTCOMES.get(row["verdict"], f" ({row['verdict']})")
 
 
+def across_jvms(rows: pd.DataFrame) -> tuple[float, float] | None:
+    """The interval the repeats of one target and scenario (each a fresh JVM) support together:
+    every JVM carried at least the lowest of their capacities and failed below the highest of their
+    breaks (inf: some JVM was not broken, the generator's limit). None when a repeat failed."""
+    if rows.empty or (rows["status"] != "ok").any():
+        return None
+    highs = rows["capacity_high_rps"].astype(float)
+    return float(rows["capacity_low_rps"].min()), float("inf") if highs.isna().any() else float(highs.max())
+
+
+def _span(low: float, high: float) -> str:
+    return f"≥ {low:,.0f}" if high == float("inf") else f"{low:,.0f} – {high:,.0f}"
+
+
 def capacity_table(capacity: pd.DataFrame) -> pd.DataFrame:
     """Targets by scenarios: the interval [highest rate that passed, lowest that failed) in req/s,
-    one per repeat."""
+    one per repeat, and with 2 or more the interval they support together."""
     cells = capacity.assign(text=capacity.apply(_interval, axis=1)).sort_values("repeat")
-    table = cells.groupby(["target", "scenario"])["text"].agg("; ".join).unstack("scenario")
+    groups = cells.groupby(["target", "scenario"])
+
+    def text(rows: pd.DataFrame) -> str:
+        joint = across_jvms(rows) if len(rows) > 1 else None
+        return "; ".join(rows["text"]) + (f" → across JVMs {_span(*joint)}" if joint else "")
+    table = groups.apply(text, include_groups=False).unstack("scenario")
     return table.reset_index().rename(columns={"target": "target (capacity in req/s)"}).fillna("")
+
+
+def ordering(capacity: pd.DataFrame) -> list[str]:
+    """Per scenario of two targets or more, which have more capacity than which, in every JVM: A is above B only
+    when the lowest capacity A reached in any JVM is at or above the highest rate at which B failed
+    in any JVM. Overlapping intervals tell nothing apart, however far apart their midpoints are."""
+    out = []
+    for scenario, rows in capacity.groupby("scenario"):
+        joint = {t: across_jvms(r) for t, r in rows.groupby("target")}
+        joint = {t: j for t, j in joint.items() if j is not None}
+        if len(joint) < 2:
+            continue
+        above = [f"{a} ({_span(*ja)}) above {b} ({_span(*jb)})"
+                 for a, ja in sorted(joint.items(), key=lambda kv: -kv[1][0])
+                 for b, jb in sorted(joint.items(), key=lambda kv: -kv[1][0])
+                 if a != b and ja[0] >= jb[1]]
+        out.append(f"{scenario}: " + ("; ".join(above) if above else
+                                       "no target's capacity is above another's in every JVM"))
+    return out
 
 
 def efficiency_table(probes: pd.DataFrame, capacity: pd.DataFrame, common_rate: float) -> pd.DataFrame:

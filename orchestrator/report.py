@@ -570,6 +570,10 @@ def _capacity_blocks(probes: pd.DataFrame, capacity: pd.DataFrame, meta: dict, c
                     f"here in an open model: {_open_ceiling(meta)}) only a lower bound is known: "
                     f"\"≥ rate (generator limit)\". Every probe is a row of measurements.parquet."),
               ("table", capacity_report.capacity_table(capacity)),
+              ("p", "With repeats, each a fresh JVM, a cell also gives the interval they support together "
+                    "(from the lowest capacity any JVM reached to the highest rate at which any failed), and "
+                    "one target has more capacity than another only where its interval lies wholly above the "
+                    "other's" + "".join(f"; {line}" for line in capacity_report.ordering(capacity)) + "."),
               ("h3", f"Cost per request at the common rate ({common_rate:g} req/s) and at capacity"),
               ("p", "At the common rate every target does the same work, so CPU per request and memory compare "
                     "directly; at capacity, requests per CPU-second is what one fully busy core serves at that "

@@ -2,10 +2,11 @@
 whose capacity is known, 16 threads sleeping 100 ms = 160 requests/s (slow)."""
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from conftest import PORTS, bench
-from orchestrator import calibrate, checks, results
+from orchestrator import calibrate, capacity_report, checks, results
 from orchestrator.capacity import FAIL, LIMIT, PASS, Objective, Search, Verdict, judge, parse_slo, vus_for
 from orchestrator.drivers import LoadResult
 from orchestrator.errors import UsageError
@@ -150,3 +151,24 @@ def test_a_search_that_passed_no_probe_prints_its_capacity_row_without_figures()
     with cli.console.capture() as out:
         cli._print_results(df)
     assert df["target"].iloc[0] in out.get() and "nan" not in out.get()
+
+
+def test_capacity_across_fresh_jvms_is_the_interval_they_support_together_and_orders_only_without_overlap():
+    def found(target, low, high, repeat, scenario="sleep"):
+        return {"target": target, "scenario": scenario, "repeat": repeat, "status": "ok", "reason": "",
+                "capacity_low_rps": low, "capacity_high_rps": high, "verdict": "found" if high else "above-generator"}
+    # run 20261124-042333's shape, sleep and db-read: a break found in one JVM, the generator's limit in another
+    rows = pd.DataFrame([found("mvc", 2000, 2125, 1), found("mvc", 2000, 2125, 2),
+                         found("virtual", 5000, 5500, 1), found("virtual", 5250, 5500, 2),
+                         found("webflux", 4750, 5000, 1), found("webflux", 6000, None, 2)])
+    table = capacity_report.capacity_table(rows).set_index("target (capacity in req/s)")["sleep"]
+    assert table["virtual"] == "5,000 – 5,500; 5,250 – 5,500 → across JVMs 5,000 – 5,500"
+    assert table["webflux"].endswith("→ across JVMs ≥ 4,750")
+    (line,) = capacity_report.ordering(rows)
+    # virtual's worst JVM carried 5,000, above the 2,125 at which mvc failed in both; webflux's
+    # 4,750 to unbounded overlaps virtual's interval, so neither is above the other, though its
+    # better JVM carried more than virtual's did
+    assert "virtual (5,000 – 5,500) above mvc (2,000 – 2,125)" in line and "webflux (≥ 4,750) above mvc" in line
+    assert "above virtual" not in line and "above webflux" not in line
+    apart = pd.DataFrame([found("a", 1000, 1100, 1), found("b", 1050, 1200, 1)])
+    assert capacity_report.ordering(apart) == ["sleep: no target's capacity is above another's in every JVM"]
