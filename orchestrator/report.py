@@ -31,8 +31,8 @@ TIMESERIES = results.TIMESERIES
 WIDTH_IN, DPI = 10.0, 100  # 1000 px wide: reads on a laptop without zooming
 FAILED_COLOR = "#c62828"
 TABLE_METRICS = ["rps", "latency_mean_ms", "latency_p50_ms", "latency_p90_ms", "latency_p95_ms", "latency_p99_ms",
-                 "latency_p999_ms", "mb_received", "bytes_per_response", "server_cpu_pct", "cpu_ms_per_req", "server_peak_rss_mb",
-                 "server_peak_threads", "gc_time_ms"]
+                 "latency_p999_ms", "mb_received", "bytes_per_response", "server_cpu_pct", "cpu_ms_per_req",
+                 "server_peak_rss_mb", "server_peak_threads", "gc_time_ms"]
 WINNER_METRICS = ["rps", "latency_p50_ms", "latency_p99_ms", "cpu_ms_per_req", "server_peak_rss_mb"]
 RESOURCE_METRICS = ["server_cpu_pct", "server_peak_rss_mb", "server_peak_threads", "gc_time_ms"]
 MARKERS = dict(zip(PLOTTED_PERCENTILES, "os^D"))

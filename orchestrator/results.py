@@ -25,7 +25,6 @@ pa = lazy.module("pyarrow")
 pq = lazy.module("pyarrow.parquet")
 
 
-
 @cache
 def row_schema() -> pa.Schema:
     """measurements.parquet's Arrow schema: schema.py's columns, in order."""
