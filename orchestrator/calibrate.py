@@ -100,7 +100,7 @@ class OhaDriver(Driver):
                 "--worker-threads", str(cpu_count(spec.cpus)), "--no-tui", "--output-format", "json",
                 "-o", str(out), spec.url]
         started = time.time()
-        rc, _wall, cpu_s = run_generator(argv, log, deadline_s=duration + spec.timeout_s + 30, cpus=spec.cpus)
+        rc, wall_s, cpu_s = run_generator(argv, log, deadline_s=duration + spec.timeout_s + 30, cpus=spec.cpus)
         if rc != 0 or not out.exists():
             raise DriverFailed(f"oha exited with {rc}: {procs.log_tail(log, 5) or 'no output'}")
         try:
@@ -111,7 +111,7 @@ class OhaDriver(Driver):
             return LoadResult(requests=sum(codes.values()), duration_s=doc["summary"]["total"],
                               errors_status=sum(n for code, n in codes.items() if code >= 400),
                               errors_read=sum(errors.values()),
-                              loadgen_cpu_s=cpu_s, started_at=started)
+                              loadgen_cpu_s=cpu_s, loadgen_wall_s=wall_s, started_at=started)
         except (ValueError, KeyError, TypeError) as e:
             raise DriverFailed(f"oha wrote an unreadable summary ({e}): {out}") from None
 
@@ -238,9 +238,9 @@ def measure(name: str, servers: list[psutil.Process], port: int, server_cpus: st
             before = _cpu_s(servers)
             r = gen.run(spec)
             server_s = _cpu_s(servers) - before   # nginx idles while the generator starts and stops
-            gen_cpu_s = r.steps[0].loadgen_cpu_s if r.steps else r.loadgen_cpu_s   # Locust: the step, not its start-up
+            window = r.steps[0] if r.steps else r   # Locust: the step, not its start-up
             windows.append({"rps": r.rps, "errors": r.errors + r.errors_status,
-                            "gen": 100 * gen_cpu_s / r.duration_s / usable,
+                            "gen": 100 * window.loadgen_cpus_used / usable,
                             "server": 100 * server_s / r.duration_s / len(servers)})
             rps_guess = r.rps or rps_guess
         levels.append({"concurrency": concurrency, "rps": [round(w["rps"]) for w in windows],

@@ -57,19 +57,18 @@ def capacity_table(capacity: pd.DataFrame) -> pd.DataFrame:
 
 
 def ordering(capacity: pd.DataFrame) -> list[str]:
-    """Per scenario of two targets or more, which have more capacity than which, in every JVM: A is above B only
-    when the lowest capacity A reached in any JVM is at or above the highest rate at which B failed
-    in any JVM. Overlapping intervals tell nothing apart, however far apart their midpoints are."""
+    """Per scenario of two targets or more, which have more capacity than which, in every JVM: A is
+    above B only when the lowest capacity A reached in any JVM is at or above the highest rate at
+    which B failed in any JVM. Overlapping intervals tell nothing apart, however far apart their midpoints are."""
     out = []
     for scenario, rows in capacity.groupby("scenario"):
         joint = {t: across_jvms(r) for t, r in rows.groupby("target")}
         joint = {t: j for t, j in joint.items() if j is not None}
         if len(joint) < 2:
             continue
+        ranked = sorted(joint.items(), key=lambda kv: -kv[1][0])
         above = [f"{a} ({_span(*ja)}) above {b} ({_span(*jb)})"
-                 for a, ja in sorted(joint.items(), key=lambda kv: -kv[1][0])
-                 for b, jb in sorted(joint.items(), key=lambda kv: -kv[1][0])
-                 if a != b and ja[0] >= jb[1]]
+                 for a, ja in ranked for b, jb in ranked if a != b and ja[0] >= jb[1]]
         out.append(f"{scenario}: " + ("; ".join(above) if above else
                                        "no target's capacity is above another's in every JVM"))
     return out
