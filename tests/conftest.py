@@ -74,3 +74,21 @@ def owned(pid: int, name: str) -> list[psutil.Process]:
         except psutil.Error:
             pass
     return out
+
+
+# One real framework under real load with its pools shrunk, as a user would shrink them (the database
+# pool by option, the Redis pool by environment): test_evidence reads what the backends counted per
+# request, test_parity the versions, pools and threads the run recorded. 32 connections want more
+# than 2 Redis and 3 database connections, so both pools are full.
+VERTX_LOAD = {"connections": 32, "db_pool": 3, "redis_pool": 2}
+
+
+@pytest.fixture(scope="session")
+def vertx_run(tmp_path_factory) -> Path:
+    results_dir = tmp_path_factory.mktemp("vertx-results")
+    r = bench("run", "-f", "vertx:eventloop", "-s", "json,redis,db-read,db-write",
+              "-c", str(VERTX_LOAD["connections"]), "--warmup", "1s", "--warmup-max", "1s", "-d", "2s",
+              "--db-pool-size", str(VERTX_LOAD["db_pool"]), "--results-dir", str(results_dir), *PORTS,
+              frameworks=None, env=bench_env(None, REDIS_POOL_SIZE=str(VERTX_LOAD["redis_pool"])))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    return next(results_dir.iterdir())

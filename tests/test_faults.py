@@ -17,7 +17,7 @@ from conftest import PORTS, bench, owned, owned_by, start_bench, wait_for
 
 pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
 
-FAST = ["--warmup", "0s", "-d", "3s", "-c", "4"]
+FAST = ["--warmup", "0s", "-d", "2s", "-c", "4"]
 
 
 def rows(results_dir) -> pd.DataFrame:

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow
 
 def run(results_dir: Path, target: str, scenario: str, rate: int, *extra: str) -> pd.DataFrame:
     r = bench("run", *PORTS, "-f", target, "-s", scenario, "-p", "rate", "--rate", str(rate), "--duration", "4s",
-              "--warmup", "1s", "--warmup-max", "3s", *extra, "--results-dir", str(results_dir))
+              "--warmup", "1s", "--warmup-max", "1s", *extra, "--results-dir", str(results_dir))
     assert r.returncode == 0, r.stdout + r.stderr
     return results.load(root=results_dir)
 

@@ -12,7 +12,7 @@ from orchestrator import parity
 from orchestrator.catalog import PARITY_FIELDS, discover, select
 from orchestrator.plan import Settings, pool_env
 
-from conftest import PORTS, bench, bench_env
+from conftest import bench, bench_env
 
 DUMP = '''"main" #1 [1234] prio=5 os_prio=0 cpu=1.00ms elapsed=1.00s tid=0x1 nid=1 waiting on condition
 "http-nio-29080-exec-1" #40 [1300] daemon prio=5
@@ -35,14 +35,10 @@ def test_the_columns_that_differ_are_named():
 
 
 @pytest.mark.slow
-def test_a_run_records_versions_maven_resolved_and_the_threads_after_load(results_dir):
-    # pools shrunk as a user would, one by option and one by environment: both show in the parity
-    # table and are obeyed under load, as the backends themselves count connections
-    r = bench("run", "-f", "vertx:eventloop", "-s", "redis,db-read", "-c", "32", "--warmup", "0s", "-d", "3s",
-              "--db-pool-size", "3", "--results-dir", str(results_dir), *PORTS, frameworks=None,
-              env=bench_env(None, REDIS_POOL_SIZE="2"))
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
-    run_dir = next(results_dir.iterdir())
+def test_a_run_records_versions_maven_resolved_and_the_threads_after_load(vertx_run):
+    # pools shrunk as a user would, one by option and one by environment (conftest's vertx_run): both
+    # show in the parity table and are obeyed under load, as the backends themselves count connections
+    run_dir, results_dir = vertx_run, vertx_run.parent
     meta = json.loads((run_dir / "run.json").read_text())
     entry = meta["parity"]["vertx:eventloop"]
     fw = discover()["vertx"]
