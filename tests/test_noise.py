@@ -60,7 +60,7 @@ def test_a_floor_file_written_before_floors_per_metric_is_still_read(tmp_path):
 
 @pytest.mark.slow
 def test_bench_noise_on_the_fixture_stores_a_floor_that_the_report_of_this_machine_quotes(results_dir):
-    r = bench("noise", "-f", "fixture:ok", "--repeat", "2", "-d", "2s", "--warmup", "1s", "--warmup-max", "3s",
+    r = bench("noise", "-f", "fixture:ok", "--repeat", "2", "-d", "2s", "--warmup", "1s", "--warmup-max", "1s",
               "--results-dir", str(results_dir), *PORTS)
     assert r.returncode == 0, r.stdout + r.stderr
     e = noise.entry(None, results_dir)

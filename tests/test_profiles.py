@@ -96,7 +96,7 @@ def run_profile(results_dir, *args):
 @pytest.mark.slow
 def test_burst_sends_exactly_the_requests_asked_at_each_concurrency(results_dir):
     df, ts, meta = run_profile(results_dir, "-s", "json,sleep", "-p", "burst", "--requests", "600",
-                               "-c", "20,600", "--warmup", "1s", "--warmup-max", "2s")
+                               "-c", "20,600", "--warmup", "1s", "--warmup-max", "1s")
     assert len(df) == 4 and set(df["driver"]) == {"k6"} and set(df["kind"]) == {"burst"}
     assert (df["status"] == "ok").all() and (df["requests"] == 600).all(), df[["requests", "status", "reason"]]
     assert df["rate"].isna().all() and df["step"].isna().all() and ts.empty
@@ -151,7 +151,7 @@ def test_h2load_says_when_it_cannot_read_a_status_line(tmp_path):
 @pytest.mark.slow
 def test_rate_holds_the_arrival_rate_in_an_open_model(results_dir):
     df, ts, _ = run_profile(results_dir, "-s", "sleep", "-p", "rate", "--rate", "100,300", "-c", "100",
-                            "-d", "4s", "--warmup", "1s", "--warmup-max", "2s")
+                            "-d", "3s", "--warmup", "1s", "--warmup-max", "1s")
     assert list(df["rate"]) == [100.0, 300.0] and set(df["driver"]) == {"k6"}
     assert (df["status"] == "ok").all(), df["reason"]
     for _, row in df.iterrows():
