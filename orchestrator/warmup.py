@@ -4,8 +4,9 @@ On one core a JVM's JIT competes with the requests and needs far longer than a f
 (Spring WebFlux on json: 1.4k rps after 5 s, 10.6k after a minute), so a fixed warm-up would
 publish a cold JVM. Two windows that agree are not enough either: a slow climb passes that test.
 A target is steady when, over the last STEADY_WINDOWS windows,
-  - rps no longer climbs: the least-squares slope is at most CLIMB of their median per window (a JIT
-    still at work climbs by 20-50 % a window here; windows of a warmed-up JVM scatter by about 5 %
+  - its pace no longer climbs (rps in a closed loop; in an open model, whose rps is its rate, the
+    inverse of its median latency): the least-squares slope is at most CLIMB of their median per
+    window (a JIT still at work climbs by 20-50 % a window here; windows of a warmed-up JVM scatter by about 5 %
     at 500 connections, so a rule on the spread of a few windows, as before, called 4 of 15
     warmed-up JVMs not steady, while a slope over four windows has a noise of about 2 %),
   - the JIT compilers were quiet in the last one (compiling at most JIT_QUIET of its time, read from
@@ -36,6 +37,17 @@ class Window:
     littles_ok: bool
     jit_s: float | None      # JIT compilation time during the window (None: counters unreadable)
     duration_s: float
+    # An open model's rps is its rate whatever the server does: a JVM warming up there answers sooner
+    # instead, so its windows are judged by their median latency (None: a closed loop, judged by rps).
+    latency_p50_ms: float | None = None
+
+    @property
+    def pace(self) -> float:
+        """What a warming JVM raises: rps in a closed loop; in an open model, the inverse of the
+        median latency (a window that answered nothing has the slowest pace)."""
+        if self.latency_p50_ms is None:
+            return self.rps
+        return 1000.0 / self.latency_p50_ms if self.latency_p50_ms > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -56,7 +68,7 @@ def climb(rps: list[float]) -> float:
 
 def steady(windows: list[Window] | tuple[Window, ...]) -> bool:
     last = list(windows)[-STEADY_WINDOWS:]
-    if len(last) < STEADY_WINDOWS or climb([w.rps for w in last]) > CLIMB:
+    if len(last) < STEADY_WINDOWS or climb([w.pace for w in last]) > CLIMB:
         return False
     final = last[-1]
     return final.jit_s is None or final.jit_s <= JIT_QUIET * final.duration_s
@@ -68,6 +80,11 @@ def quiet_gap_s(last: drivers.LoadResult | None) -> float:
     if last is None or last.latency_p99 != last.latency_p99:
         return 1.0
     return min(5.0, max(1.0, 2 * last.latency_p99 / 1000.0))
+
+
+def _median_ms(r: drivers.LoadResult) -> float:
+    """The window's median latency; 0 when nothing was answered (its pace is then the slowest)."""
+    return r.latency_p50 if r.latency_p50 == r.latency_p50 else 0.0
 
 
 def _jit_s(server: Server) -> float | None:
@@ -90,7 +107,8 @@ def warm_up(window_s: float, max_s: float, spec: drivers.LoadSpec, server: Serve
         windows.append(Window(rps=last.rps,
                               littles_ok=not closed or littles_law_holds(spec.concurrency, last),
                               jit_s=jit1 - jit0 if jit0 is not None and jit1 is not None else None,
-                              duration_s=window_s))
+                              duration_s=window_s,
+                              latency_p50_ms=None if closed else _median_ms(last)))
         done = steady(windows)
         if done or spent + window_s > max_s:
             gap = quiet_gap_s(last)

@@ -192,6 +192,16 @@ def test_a_jvm_still_compiling_is_not_steady():
     assert steady(_windows(1000, 1000, 1000, 1000, littles=False))
 
 
+def test_an_open_model_warm_up_is_steady_when_its_latency_no_longer_falls():
+    from orchestrator.warmup import Window, steady
+
+    def at_rate(*p50_ms):   # k6 kept its 500/s in every window: rps is the rate whatever the JVM does
+        return [Window(rps=500.0, littles_ok=True, jit_s=0.0, duration_s=3.0, latency_p50_ms=p) for p in p50_ms]
+    # a JVM whose JIT is still at work answers sooner each window: not steady, though rps never moved
+    assert not steady(at_rate(9.0, 6.0, 4.0, 3.0))
+    assert steady(at_rate(3.1, 3.0, 3.1, 3.0))
+
+
 def test_the_measured_window_is_cut_out_of_the_polls():
     from orchestrator.sampling import Point, Sampler
     s = Sampler.__new__(Sampler)
