@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import bench
+from conftest import PORTS, bench, bench_env
 from orchestrator import analysis, compare, judge
 
 
@@ -205,3 +206,26 @@ def test_one_rate_at_two_vu_counts_is_two_cells_not_two_repeats():
     assert set(cmp["scenario"]) == {"json · 100 VUs", "json · 1000 VUs"} and not cmp["significant"].any()
     # a closed loop's concurrency is already its level: nothing is renamed
     assert set(analysis.summary(rows("A", [1000.0] * 3).assign(kind="throughput", rate=np.nan))["scenario"]) == {"json"}
+
+
+@pytest.mark.slow   # real JVMs and wrk
+def test_a_target_made_slower_is_a_regression_at_the_repeats_the_plan_names(results_dir):
+    """On a real server: the fixture with 300 µs more CPU a request (FIXTURE_EXTRA_WORK_US) against
+    itself without, at the repeats whose detectable change `bench run` announces below that slowdown.
+    No warm-up: a cell cut short of steady is flagged, and a flagged cell is no regression."""
+    def run(repeats: int, **env) -> tuple[str, str]:
+        r = bench("run", "-f", "fixture:ok", "-s", "json", "-c", "8", "--warmup", "0s", "-d", "1s",
+                  "--repeat", str(repeats), "--results-dir", str(results_dir), *PORTS, env=bench_env(**env))
+        assert r.returncode == 0, r.stdout + r.stderr
+        return sorted(d.name for d in results_dir.iterdir())[-1], " ".join(r.stdout.split())
+
+    # json costs the cold fixture about 100-200 µs a request here: 300 µs more takes 60-75 % off its rps
+    needed = judge.repeats_needed(60.0, alpha=0.05 / 2)   # rps and p99: two comparisons
+    a, said = run(needed)
+    announced = re.search(r"`bench compare` over (\d+) comparisons calls changes above about (\d+) %", said)
+    assert announced and announced.group(1) == "2" and int(announced.group(2)) < 60, said
+    b, _ = run(needed, FIXTURE_EXTRA_WORK_US="300")
+    r = bench("compare", a, b, "--fail-on-regression", "20", "--results-dir", str(results_dir))
+    assert r.returncode == 1, r.stdout + r.stderr
+    said = " ".join(r.stdout.split())
+    assert re.search(r"regression: json fixture:ok concurrency 8 rps: \d+\.\d% worse", said), said
