@@ -1,6 +1,7 @@
 """The `bench` command line: it parses, then calls the environment. No logic of its own."""
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import re
@@ -17,15 +18,16 @@ from rich.padding import Padding
 from rich.table import Table
 
 from . import REPO_ROOT, RESULTS_DIR, capacity, infra as infra_mod, interrupts, options, presets, profiles, results, runner
+from . import smoke
 from . import topology as topology_mod
 from .catalog import discover, resolve, select
 from .console import level_label
 from .environment import Environment
-from .jvm import parse_cpus
+from .jvm import cpu_count, parse_cpus
 from .errors import BenchError, TargetFailed, UsageError
 from .plan import Plan, Settings, pool_env
+from .procs import ensure_port_free
 from .scenarios import SCENARIOS, parse_list
-from .smoke import survives
 from .schema import percentile_label
 
 app = typer.Typer(help="Build, start, verify and load JVM web frameworks; store tidy results.",
@@ -198,6 +200,10 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
     logs = RESULTS_DIR / "verify" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     environment = Environment(settings, logs, console)
     environment.check_ports(targets, shared_infra=infra_mod.load_state() is not None)
+    # the smoke starts each next target beside the load on the one before (smoke.in_turn)
+    beside = bool(load) and len(targets) > 1 and environment.starts_beside
+    if beside:
+        ensure_port_free(settings.port + 2, "the next target, started beside the load (--port + 2)")
     environment.build_all(targets)
     table = Table("target", "result" + (f" (load {load:,})" if load else ""), "startup s", "RSS MiB", "threads seen")
     failures: list[tuple[str, str]] = []
@@ -205,20 +211,22 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
         console.print(f"[yellow]removed a leftover of an earlier run:[/] {leftover}")
     if load:
         os.sched_setaffinity(0, parse_cpus(settings.loadgen_cpus))   # the smoke's k6 and parsing off the server's CPU
-    with runner.quiet_sigterm(), environment.infra() as infra, environment.keep_backends():
-        for i, t in enumerate(targets, 1):
-            t0 = time.monotonic()
-            try:
-                started, v = environment.start_verified(t, infra[0].env(), "verify", "verify")
-            except TargetFailed as e:
-                failures.append((t.id, e.reason))
+    with runner.quiet_sigterm(), environment.infra() as infra, environment.keep_backends(), \
+            contextlib.closing(smoke.in_turn(environment, targets, infra[0].env(), "verify", beside)) as turns:
+        since, started_beside = time.monotonic(), False
+        for i, turn in enumerate(turns, 1):
+            t, started, v = turn.target, turn.started, turn.verification
+            started_beside |= turn.beside
+            if started is None:
+                failures.append((t.id, turn.failure))
                 table.add_row(t.id, "[red]FAILED[/]", "", "", "")
                 console.print(f"[{i}/{len(targets)}] {t.id}: [red]FAILED[/] to start", emoji=False)
+                since = time.monotonic()
                 continue
-            survived = ""
+            survived, ran_on = "", started.server.cpus()
             try:
                 if v.ok and load:
-                    survived = survives(t, started, settings, load, logs, environment.server_host)
+                    survived = smoke.survives(t, started, settings, load, logs, turn.port, environment.server_host)
             finally:
                 started.stop()
             reason = v.reason if not v.ok else survived
@@ -227,10 +235,20 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
             # a smoke of every target takes many minutes: each one's verdict as it comes
             console.print(f"[{i}/{len(targets)}] {t.id}: {'[red]FAILED[/]' if reason else '[green]ok[/]'}"
                           + (f" at {load:,} connections on {len(t.framework.scenarios)} scenarios" if load and v.ok else "")
-                          + f" ({time.monotonic() - t0:.0f} s)", emoji=False)
-            table.add_row(t.id, "[red]FAILED[/]" if reason else "[green]ok[/]", f"{started.startup_s:.2f}",
+                          + (f", on CPU {','.join(map(str, sorted(ran_on)))}" if load and v.ok and ran_on else "")
+                          + (f" (started on CPU {settings.loadgen_cpus} beside the previous target's load)"
+                             if turn.beside else "")
+                          + f" ({time.monotonic() - since:.0f} s)", emoji=False)
+            since = time.monotonic()
+            table.add_row(t.id, "[red]FAILED[/]" if reason else "[green]ok[/]",
+                          f"{started.startup_s:.2f}" + (" †" if turn.beside else ""),
                           f"{started.rss_after_start_mb:.0f}", thread_kinds(v.threads.values()))
     console.print(table)
+    if started_beside:
+        console.print(f"† started on the load generator's CPU{'s' if cpu_count(settings.loadgen_cpus) > 1 else ''} "
+                      f"({settings.loadgen_cpus}) while the target before it took its bursts, then moved to the "
+                      f"server's: a start beside that load is slower than alone (`bench verify` without --load "
+                      f"starts each target alone)", soft_wrap=True)
     for target_id, reason in failures:
         console.print(f"[red]{target_id}[/]: {escape(reason)}", soft_wrap=True)
     console.print(f"{len(targets) - len(failures)} passed, {len(failures)} failed")

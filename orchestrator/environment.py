@@ -197,28 +197,38 @@ class Environment:
                                  placement=self.placement())
 
     def _launch(self, target: Target, port: int, cpus: str, env: dict[str, str], run_id: str) -> Started:
+        server, t0 = self._spawn(target, port, cpus, cpus, env, run_id)
+        return self._ready(target, server, port, t0)
+
+    def _spawn(self, target: Target, port: int, cpus: str, processors: str, env: dict[str, str],
+               run_id: str) -> tuple[Server, float]:
+        """The target's JVM spawned on cpus, sized for as many CPUs as `processors` lists; not awaited."""
         fw = target.framework
         if fw.name in self.build_failures:
             raise TargetFailed(self.build_failures[fw.name])
-        netns, host = self.server_netns, self.server_host
         try:
-            if not netns and not self.runtime.host:
+            if not self.server_netns and not self.runtime.host:
                 ensure_port_free(port, target.id)
         except UsageError as e:
             raise TargetFailed(str(e)) from None
         s = self.settings
         spec = LaunchSpec(
-            target=target, artifact=self.artifacts[fw.name], jvm_opts=jvm_options(target, s.heap, cpus),
-            env={**env, **pool_env(s, target), "PORT": str(port), "BIND_ADDRESS": host},
+            target=target, artifact=self.artifacts[fw.name], jvm_opts=jvm_options(target, s.heap, processors),
+            env={**env, **pool_env(s, target), "PORT": str(port), "BIND_ADDRESS": self.server_host},
             port=port, cpus=cpus, heap=s.heap,
             log_path=self.logs / f"{target.id.replace(':', '-')}-{run_id}.log",
-            labels={"bench.run": run_id, "bench.target": target.id}, netns=netns)
+            labels={"bench.run": run_id, "bench.target": target.id}, netns=self.server_netns)
         t0 = time.monotonic()
-        server = self.runtime.start(spec, self.jdk.java)
+        return self.runtime.start(spec, self.jdk.java), t0
+
+    def _ready(self, target: Target, server: Server, port: int, t0: float) -> Started:
+        """The spawned target once it answers on its health path and listens nowhere it must not;
+        stopped, and TargetFailed, otherwise."""
+        host = self.server_host
         try:
-            startup = wait_ready(server, port, fw.health_path, s.start_timeout_s, t0, host)
+            startup = wait_ready(server, port, target.framework.health_path, self.settings.start_timeout_s, t0, host)
             usage = server.usage_after(time.time())
-            exposed = server.listeners_beyond([host], bool(netns))
+            exposed = server.listeners_beyond([host], bool(self.server_netns))
             if exposed:
                 raise TargetFailed(f"listens beyond {host} on {', '.join(exposed)}: every listener must "
                                    f"bind BIND_ADDRESS (see frameworks/CONTRACT.md)")
@@ -235,7 +245,7 @@ class Environment:
         if target.framework.backend:
             # The backend is fixed scenery, not the subject: it runs beside the infrastructure.
             backend = self._backend(resolve(self.catalog, target.framework.backend), env, run_id)
-            env["BACKEND_URL"] = f"http://{self.server_host}:{s.port + 1}"
+            env["BACKEND_URL"] = self._backend_url()
         try:
             started = self._launch(target, s.port, s.server_cpus, env, run_id)
         except BaseException:
@@ -292,9 +302,11 @@ class Environment:
     def start_verified(self, target: Target, env: dict[str, str], run_id: str, tag: str) -> tuple[Started, Verification]:
         """Start the target and check every scenario against the contract (verify.py); what the check
         saw goes to logs/verify-<target>-<tag>.txt. A target that fails the check is stopped."""
-        started = self.start(target, env, run_id)
+        return self._verified(target, self.start(target, env, run_id), self.settings.port, tag)
+
+    def _verified(self, target: Target, started: Started, port: int, tag: str) -> tuple[Started, Verification]:
         try:
-            v = verify(target, self.settings.port, self.server_host)
+            v = verify(target, port, self.server_host)
         except BaseException:
             started.stop()
             raise
@@ -303,3 +315,33 @@ class Environment:
         if not v.ok:
             started.stop()
         return started, v
+
+    def _kept_backend(self, target: Target) -> Started | None:
+        kept = (self.kept_backends or {}).get(resolve(self.catalog, target.framework.backend).id)
+        return kept if kept and kept.server.exit_code() is None else None
+
+    @property
+    def starts_beside(self) -> bool:
+        """Whether a target can start on the load generator's CPUs while another target is loaded,
+        and move to the server's when its turn comes: local processes on one host."""
+        return self.runtime.name == "process" and self.topology.single_host
+
+    def can_start_beside(self, target: Target) -> bool:
+        """starts_beside, for a target whose backend (if it has one) is up already."""
+        return self.starts_beside and (not target.framework.backend or self._kept_backend(target) is not None)
+
+    def _backend_url(self) -> str:
+        return f"http://{self.server_host}:{self.settings.port + 1}"
+
+    def spawn_beside(self, target: Target, env: dict[str, str], run_id: str, port: int) -> tuple[Server, float]:
+        """The target's JVM spawned on the load generator's CPUs on port (sized for the server's CPUs,
+        as every target is); ready_beside() waits for it, from any thread. Spawned here, in the
+        caller's thread: a child dies with the thread that spawned it (PR_SET_PDEATHSIG)."""
+        s = self.settings
+        if target.framework.backend:
+            env = {**env, "BACKEND_URL": self._backend_url()}
+        return self._spawn(target, port, s.loadgen_cpus, s.server_cpus, env, run_id)
+
+    def ready_beside(self, target: Target, server: Server, port: int, t0: float, tag: str) -> tuple[Started, Verification]:
+        """A target spawned beside (spawn_beside), once ready and checked as start_verified checks."""
+        return self._verified(target, self._ready(target, server, port, t0), port, tag)

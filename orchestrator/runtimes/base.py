@@ -73,6 +73,14 @@ class Server(abc.ABC):
         """Its listening sockets bound to neither loopback nor an allowed address."""
         return listening_beyond(self.pid, allowed, own_namespace)
 
+    def move_to(self, cpus: str) -> None:
+        """Pin every thread of the running server to cpus (a local process only)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot move to other CPUs")
+
+    def cpus(self) -> set[int] | None:
+        """The CPUs its threads may run on, all of them together (None: not known here)."""
+        return None
+
     @abc.abstractmethod
     def stop(self) -> None:
         """SIGTERM, then SIGKILL after a grace period; idempotent."""

@@ -1,11 +1,12 @@
 """The process runtime: the target's JVM as a local process pinned with taskset."""
 from __future__ import annotations
 
+import contextlib
 import os
 
 import psutil
 
-from ..jvm import command_line
+from ..jvm import command_line, parse_cpus
 from ..procs import scheduled_in, spawn, stop
 from .base import LaunchSpec, Runtime, Server, Usage
 
@@ -31,6 +32,25 @@ class ProcessServer(Server):
                              threads=self._ps.num_threads(), switches=scheduled_in(self._ps.pid))
         except psutil.Error:
             return None
+
+    def move_to(self, cpus: str) -> None:
+        # Thread by thread: a process's affinity is its threads'. Twice, for a thread started between
+        # the listing and its move; threads started later inherit their starter's CPUs.
+        allowed = parse_cpus(cpus)
+        for _ in range(2):
+            for tid in os.listdir(f"/proc/{self.pid}/task"):
+                with contextlib.suppress(ProcessLookupError):
+                    os.sched_setaffinity(int(tid), allowed)
+
+    def cpus(self) -> set[int] | None:
+        allowed: set[int] = set()
+        try:
+            for tid in os.listdir(f"/proc/{self.pid}/task"):
+                with contextlib.suppress(ProcessLookupError):
+                    allowed |= os.sched_getaffinity(int(tid))
+        except FileNotFoundError:
+            return None
+        return allowed or None
 
     def stop(self) -> None:
         stop(self._popen, grace=15)
