@@ -13,7 +13,7 @@ from .scenarios import MANIFEST_SCENARIOS
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 PLACEHOLDERS = {"{java}", "{jvm_opts}", "{artifact}"}
 TOP_KEYS = {"name", "description", "language", "server", "health_path", "scenarios", "backend",
-            "build", "start", "variants", "parity"}
+            "build", "start", "variants", "parity", "versions"}
 VARIANT_KEYS = {"description", "default", "env", "properties", "jvm_opts", "threads", "parity"}
 # What a manifest's `parity` table declares (a variant's own table overrides the framework's): the
 # limits that its code and configuration set, shown in the parity table beside the results.
@@ -56,6 +56,7 @@ class Framework:
     variants: dict[str, Variant]
     backend: str | None = None
     parity: dict[str, str] = field(default_factory=dict)
+    versions: str = ""   # what picks its library versions (a BOM, or the newest that resolve), as declared
 
     @property
     def default_variant(self) -> Variant:
@@ -145,7 +146,8 @@ def load_manifest(path: Path) -> Framework:
         name=name, path=path.parent.resolve(), description=f.get("description", str),
         language=f.get("language", str), server=f.get("server", str), health_path=health,
         scenarios=scenarios, build_command=build.str_list("command"), artifact=_relative(build, "artifact"),
-        start_command=start_command, variants=variants, backend=backend, parity=_parity(f))
+        start_command=start_command, variants=variants, backend=backend, parity=_parity(f),
+        versions=f.get("versions", str, ""))
 
 
 def discover(root: Path = FRAMEWORKS_DIR) -> dict[str, Framework]:

@@ -3,7 +3,9 @@ can be told from a difference in the set-up.
 
 Three sources, none typed twice:
   - declared: each framework.toml's `parity` table (a variant's own overrides it): the limits and
-    modes that code and configuration set (Redis and database pools, keep-alive, accept backlog);
+    modes that code and configuration set (Redis and database pools, keep-alive, accept backlog),
+    and its `versions`: what picks its library versions (a BOM, or the newest that resolve), in
+    words, never a version number;
   - resolved: the library versions Maven resolved for the build (`dependency:list`, run after each
     Maven build into target/dependencies.txt), never a version written by hand;
   - observed: the JVM's threads by pool, counted by `jcmd Thread.print` after a target's last cell
@@ -38,6 +40,7 @@ LIBRARIES = {
     "db client": ["r2dbc-mariadb", "vertx-mysql-client", "mariadb-java-client"],
     "db pool": ["HikariCP", "r2dbc-pool", "agroal-pool"],
     "json": ["jackson-databind", "kotlinx-serialization-json-jvm", "jackson-core"],
+    "netty": ["netty-codec-http", "netty-transport"],
 }
 EVERY_ONE = {"redis client", "db client", "db pool"}
 _LINE = re.compile(r"^\s*([\w.\-]+):([\w.\-]+):[\w\-]+(?::[\w.\-]+)?:([^:\s]+):(?:compile|runtime)\b")
@@ -88,7 +91,7 @@ def declared(target: Target, env: dict[str, str]) -> dict[str, str]:
 def record(target: Target, env: dict[str, str]) -> dict:
     """What run.json keeps of a target before it runs: its server, declared limits and libraries."""
     return {"server": target.framework.server, "declared": declared(target, env),
-            "libraries": libraries(target.framework)}
+            "libraries": libraries(target.framework), "versions": target.framework.versions}
 
 
 _DIGITS = re.compile(r"\d+")
@@ -137,6 +140,7 @@ def table(entries: dict[str, dict], top_pools: int = 5) -> pd.DataFrame:
         declared = e.get("declared", {})
         row.update({label: declared.get(k, UNDECLARED) for k, label in PARITY_FIELDS.items()})
         row.update(e.get("libraries", {}))
+        row["versions from"] = e.get("versions") or UNDECLARED
         pools = e.get("threads") or {}
         if pools:
             row["threads after load"] = ", ".join(f"{n} {c}" for n, c in list(pools.items())[:top_pools])

@@ -64,3 +64,5 @@ def test_every_target_declares_its_limits_for_the_parity_table():
         for v in fw.variants.values():
             declared = {**fw.parity, **v.parity}
             assert set(declared) == set(PARITY_FIELDS), f"{fw.name}:{v.name} declares {sorted(declared)}"
+        # what picks its library versions, in words: the numbers are the ones Maven resolved
+        assert fw.versions and not re.search(r"\d+\.\d+", fw.versions), f"{fw.name}: versions = {fw.versions!r}"

@@ -27,6 +27,14 @@ def test_threads_are_counted_by_pool_largest_first():
     assert parity.merge_pools({"a": 2, "b": 5}, {"a": 4}) == {"b": 5, "a": 4}
 
 
+def test_what_picks_a_target_s_versions_is_a_column_and_undeclared_where_its_manifest_is_silent():
+    t = parity.table({"x:a": {"server": "Tomcat", "versions": "Spring Boot's BOM",
+                              "libraries": {"netty": "netty-codec-http 4.2.17.Final"}},
+                      "y:b": {"server": "Tomcat"}})
+    assert list(t["versions from"]) == ["Spring Boot's BOM", parity.UNDECLARED]
+    assert list(t["netty"]) == ["netty-codec-http 4.2.17.Final", ""]
+
+
 def test_the_columns_that_differ_are_named():
     t = parity.table({"x:a": {"server": "Tomcat", "declared": {"backlog": "100"}, "heap": "512m", "gc": "Serial"},
                       "y:b": {"server": "Netty", "declared": {"backlog": "100"}, "heap": "512m", "gc": "Serial"}})
