@@ -11,7 +11,7 @@ dies is named with the cause its log gives.
 
 While one target takes its bursts, the next one starts on the load generator's CPUs (k6 leaves them
 mostly idle, waiting on the server) and moves to the server's when its turn comes (in_turn): on 24
-targets the smoke took 334 s so against 477 s one after the other. Its startup figure is then marked
+targets the smoke took 318-334 s this way, against 477 s one target after the other. Its startup figure is then marked
 as taken beside that load, and each target's line names the CPUs its bursts were served on.
 
 A burst rather than a window of wrk: wrk runs whole seconds and leaves the backlog of its last
@@ -117,11 +117,11 @@ def in_turn(environment: Environment, targets: list[Target], env: dict[str, str]
                     if v.ok:
                         started.server.move_to(s.server_cpus)
                     turn = Turn(t, started, v, "", port, True)
-                    if v.ok and started.server.cpus() != parse_cpus(s.server_cpus):
+                    ran_on = started.server.cpus() if v.ok else None
+                    if v.ok and ran_on != parse_cpus(s.server_cpus):
                         started.stop()
                         turn = Turn(t, None, None, f"could not move it to the server's CPUs ({s.server_cpus}) "
-                                    f"from the load generator's: its threads may run on {started.server.cpus()}",
-                                    port, True)
+                                    f"from the load generator's: its threads may run on {ran_on}", port, True)
                 except TargetFailed as e:
                     turn = Turn(t, None, None, e.reason, port, True)
             else:
