@@ -102,7 +102,7 @@ def in_turn(environment: Environment, targets: list[Target], env: dict[str, str]
     """Each target started and verified in its turn, yielded for the caller to load and stop before
     it asks for the next. With beside, the next target starts on the load generator's CPUs while the
     caller loads the one before, on the other of two ports, and moves to the server's CPUs when its
-    turn comes: the smoke's JVM starts (8-10 s each for the Spring targets here, 146 s of its 477)
+    turn comes: the smoke's JVM starts (8-10 s each for the Spring targets here, about 145 s of its 477)
     then cost no time of the server's CPU, whose bursts take 7-16 s a target."""
     s = environment.settings
     pool = ThreadPoolExecutor(1, thread_name_prefix="start-beside") if beside else None
