@@ -225,7 +225,6 @@ def _describe(cell: dict, metric: str) -> str:
     return f"{cell['target']} {fmt(cell[metric], METRICS[metric].unit)} [{why}]"
 
 
-
 def _verdict(best, runner, better: list[dict], others: list[dict], metric: str,
              lead: judge.Lead | None) -> tuple[str, str]:
     """(verdict, why) of one lead; see `leaders`. others: the excluded cells with a figure."""

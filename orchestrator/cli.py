@@ -203,10 +203,11 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
     # the smoke starts each next target beside the load on the one before (smoke.in_turn)
     beside = bool(load) and len(targets) > 1 and environment.starts_beside
     if beside:
-        if settings.port + 2 in (settings.redis_port, settings.db_port):
-            raise UsageError(f"--port {settings.port}: the load smoke starts the next target on --port + 2, "
-                             f"which is Redis's or MariaDB's port here; choose another --port")
-        ensure_port_free(settings.port + 2, "the next target, started beside the load (--port + 2)")
+        second = settings.port + smoke.BESIDE_PORT_OFFSET
+        if second in (settings.redis_port, settings.db_port):
+            raise UsageError(f"--port {settings.port}: the load smoke starts the next target on port {second}, "
+                             f"which is Redis's or MariaDB's here; choose another --port")
+        ensure_port_free(second, f"the next target, started beside the load (--port + {smoke.BESIDE_PORT_OFFSET})")
     environment.build_all(targets)
     table = Table("target", "result" + (f" (load {load:,})" if load else ""), "startup s", "RSS MiB", "threads seen")
     failures: list[tuple[str, str]] = []

@@ -39,6 +39,8 @@ from .verify import Verification, verify
 # Each request is answered within this long or fails the target (the slowest burst here, 1,000
 # cpu-yield requests behind one core, took 9 s), and the health path after the burst too.
 DRAIN_S = 120.0
+# A target started beside the load listens here above --port (--port + 1 is a gateway's backend's).
+BESIDE_PORT_OFFSET = 2
 
 
 def _failures(r: LoadResult, asked: int) -> str:
@@ -134,7 +136,7 @@ def in_turn(environment: Environment, targets: list[Target], env: dict[str, str]
             following = targets[i + 1] if i + 1 < len(targets) else None
             if pool and following and turn.verification and turn.verification.ok \
                     and environment.can_start_beside(following):
-                other = s.port + 2 if port == s.port else s.port
+                other = s.port + BESIDE_PORT_OFFSET if port == s.port else s.port
                 ready = Future()
                 try:
                     server, t0 = environment.spawn_beside(following, env, run_id, other)
