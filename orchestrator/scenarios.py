@@ -40,6 +40,8 @@ class Scenario:
     # The backend work of one request (evidence.py counts it under load): redis_commands, db_selects,
     # db_inserts; anything not named is none.
     backend_work: dict[str, int] = field(default_factory=dict)
+    # Requests to the endpoint whose parameter the contract answers with 400 (its parameter rule).
+    rejects: tuple[str, ...] = ()
 
     @property
     def served_as(self) -> str:
@@ -60,7 +62,13 @@ class Scenario:
         """Request the scenario once (asking for the thread that served it) and check the answer;
         returns the broken rules and the response."""
         r = request(port, self.method, self.path, self.body, {**self.headers, **THREAD_HEADERS}, host=host)
-        return check_response(self, r, self.expected), r
+        problems = check_response(self, r, self.expected)
+        for path in self.rejects:
+            status = request(port, "GET", path, host=host).status
+            if status != 400:
+                problems.append(f"GET {path} gave {status}, expected 400 (CONTRACT.md: a parameter is ASCII digits "
+                                "within its maximum)")
+        return problems, r
 
 
 @dataclass(frozen=True)
@@ -104,18 +112,28 @@ class DbWrite(Scenario):
 NEW_ITEM = {"name": "bench-write", "price": 1.5}
 _JSON_BODY = {"Content-Type": "application/json"}
 
+
+
+def _rejects(path: str, name: str, above_max: str) -> tuple[str, ...]:
+    """A sign, a decimal point, another script's digit (Arabic-Indic five), and one above the maximum."""
+    return tuple(f"{path}?{name}={v}" for v in ("%2B5", "-1", "5.0", "%D9%A5", above_max))
+
+
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     Scenario("plaintext", "GET", "/plaintext", 200, "text/plain", HELLO),
     Scenario("json", "GET", "/json", 200, "application/json", {"message": HELLO}),
-    Scenario("sleep", "GET", "/sleep?ms=100", 200, "application/json", {"sleptMs": 100}),
+    Scenario("sleep", "GET", "/sleep?ms=100", 200, "application/json", {"sleptMs": 100},
+             rejects=_rejects("/sleep", "ms", "60001")),
     # The ramp study's "sleep 1 s": the same endpoint, ten times as long.
     Scenario("sleep-1s", "GET", "/sleep?ms=1000", 200, "application/json", {"sleptMs": 1000}, endpoint="sleep"),
-    Scenario("cpu", "GET", "/cpu?n=20000", 200, "application/json", {"n": 20000, "primes": 2262}),
+    Scenario("cpu", "GET", "/cpu?n=20000", 200, "application/json", {"n": 20000, "primes": 2262},
+             rejects=_rejects("/cpu", "n", "10000001")),
     # The same count with Thread.yield() after each prime: study 003's context-switch experiment.
     Scenario("cpu-yield", "GET", "/cpu-yield?n=20000", 200, "application/json", {"n": 20000, "primes": 2262}),
     Scenario("redis", "GET", "/redis", 200, "application/json", list(REDIS_SEED.values()),
              backend_work={"redis_commands": 1}),
-    DbRead("db-read", "GET", "/db?id=42", 200, "application/json", seeded_row(42), backend_work={"db_selects": 1}),
+    DbRead("db-read", "GET", "/db?id=42", 200, "application/json", seeded_row(42), backend_work={"db_selects": 1},
+           rejects=("/db", "/db?id=", *_rejects("/db", "id", "2147483648"))),
     DbWrite("db-write", "POST", "/db", 201, "application/json", None,
              body=b'{"name":"bench-write","price":1.5}', headers=_JSON_BODY, backend_work={"db_inserts": 1}),
     Scenario("proxy", "GET", "/proxy/sleep?ms=100", 200, "application/json", {"sleptMs": 100}),

@@ -18,11 +18,13 @@ from conftest import FIXTURES, PORTS, ROOT, bench, owned_by
 
 @pytest.mark.slow
 def test_verify_passes_and_fails_with_clear_reasons():
-    r = bench("verify", "-f", "fixture", "-v", "ok,wrong-primes,wrong-thread", *PORTS)
+    r = bench("verify", "-f", "fixture", "-v", "ok,wrong-primes,wrong-thread,lenient-params", *PORTS)
     assert r.returncode == 1, r.stdout + r.stderr
     out = " ".join(r.stdout.split())
-    assert "1 passed, 2 failed" in out
-    assert "[1/3] fixture:ok: ok (" in out and "[2/3] fixture:wrong-primes: FAILED (" in out   # each as it comes
+    assert "1 passed, 3 failed" in out
+    assert "[1/4] fixture:ok: ok (" in out and "[2/4] fixture:wrong-primes: FAILED (" in out   # each as it comes
+    # the contract's one parameter rule: a sign is not ASCII digits, whatever Integer.parseInt accepts
+    assert "fixture:lenient-params: verification failed: sleep: GET /sleep?ms=%2B5 gave 200, expected 400" in out
     assert 'fixture:wrong-primes: verification failed: cpu: body {"n": 20000, "primes": 2263}, expected {"n": 20000, "primes": 2262}' in out
     assert "fixture:wrong-thread: verification failed: plaintext: served by thread 'VirtualThread" in out
     assert "does not match the variant's thread model" in out

@@ -1,37 +1,31 @@
 package bench;
 
+import bench.shared.Contract;
 import jakarta.ws.rs.BadRequestException;
 
-/** The contract's query parameter rules: absent gives the default, anything but an integer in 0..max is a 400. */
-public final class Params {
-    static final int DEFAULT_SLEEP_MS = 100;
-    static final int MAX_SLEEP_MS = 60_000;
-    static final int DEFAULT_PRIMES_N = 20_000;
-    static final int MAX_PRIMES_N = 10_000_000;
-
+/**
+ * The contract's query parameters (bench.shared.Contract) as JAX-RS answers them: a parameter the
+ * contract rejects is a 400. Taken as Strings, because a JAX-RS int parameter that fails to convert
+ * gives 404, not the contract's 400.
+ */
+final class Params {
     private Params() {
     }
 
-    public static int sleepMs(String raw) {
-        return bounded(raw, DEFAULT_SLEEP_MS, MAX_SLEEP_MS);
+    static int sleepMs(String raw) {
+        return valid(Contract.sleepMs(raw));
     }
 
-    public static int primesN(String raw) {
-        return bounded(raw, DEFAULT_PRIMES_N, MAX_PRIMES_N);
+    static int primesN(String raw) {
+        return valid(Contract.primesN(raw));
     }
 
-    // Taken as a String: a JAX-RS int parameter that fails to convert gives 404, not the contract's 400.
-    private static int bounded(String raw, int defaultValue, int max) {
-        if (raw == null) {
-            return defaultValue;
-        }
-        int value;
-        try {
-            value = Integer.parseInt(raw);
-        } catch (NumberFormatException e) {
-            throw new BadRequestException();
-        }
-        if (value < 0 || value > max) {
+    static int itemId(String raw) {
+        return valid(Contract.itemId(raw));
+    }
+
+    private static int valid(int value) {
+        if (value == Contract.INVALID) {
             throw new BadRequestException();
         }
         return value;

@@ -4,8 +4,6 @@ import java.math.BigDecimal;
 
 /** Request and response bodies, serialised by Jackson; record component order is the JSON field order. */
 public final class Payloads {
-    public static final String HELLO = "Hello, World!";
-
     private Payloads() {
     }
 
@@ -16,10 +14,6 @@ public final class Payloads {
     }
 
     public record PrimeCount(int n, int primes) {
-    }
-
-    /** A row of the {@code item} table. */
-    public record Item(int id, String name, BigDecimal price) {
     }
 
     /** The body of {@code POST /db}. */

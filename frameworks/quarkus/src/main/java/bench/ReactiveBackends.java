@@ -1,11 +1,11 @@
 package bench;
 
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 
-import bench.Payloads.Item;
 import bench.Payloads.NewItem;
+import bench.shared.Contract;
+import bench.shared.Item;
 import io.quarkus.redis.datasource.ReactiveRedisDataSource;
 import io.quarkus.redis.datasource.value.ReactiveValueCommands;
 import io.smallrye.mutiny.Uni;
@@ -19,6 +19,8 @@ import jakarta.inject.Singleton;
 /** Redis and MariaDB for the reactive endpoints: each Uni completes on the event loop of the request. */
 @Singleton
 public class ReactiveBackends {
+    private static final String[] KEYS = Contract.REDIS_KEYS.toArray(String[]::new);
+
     private final Pool pool;
     private final ReactiveValueCommands<String, String> redis;
 
@@ -28,12 +30,12 @@ public class ReactiveBackends {
     }
 
     Uni<List<String>> redisValues() {
-        return redis.mget(Queries.REDIS_KEYS).map(ReactiveBackends::inKeyOrder);
+        return redis.mget(KEYS).map(ReactiveBackends::inKeyOrder);
     }
 
     /** The row, or a null item when there is none. */
     Uni<Item> item(int id) {
-        return pool.preparedQuery(Queries.SELECT_ITEM).execute(Tuple.of(id)).map(rows -> {
+        return pool.preparedQuery(Contract.SELECT_ITEM).execute(Tuple.of(id)).map(rows -> {
             RowIterator<Row> it = rows.iterator();
             if (!it.hasNext()) {
                 return null;
@@ -44,12 +46,12 @@ public class ReactiveBackends {
     }
 
     Uni<Long> insert(NewItem item) {
-        return pool.preparedQuery(Queries.INSERT_ITEM)
+        return pool.preparedQuery(Contract.INSERT_ITEM)
                 .execute(Tuple.of(item.name(), item.price()))
                 .map(rows -> rows.property(MySQLClient.LAST_INSERTED_ID));
     }
 
     private static List<String> inKeyOrder(Map<String, String> values) {
-        return Arrays.stream(Queries.REDIS_KEYS).map(values::get).toList();
+        return Contract.REDIS_KEYS.stream().map(values::get).toList();
     }
 }

@@ -1,5 +1,6 @@
 package bench;
 
+import bench.shared.Contract;
 import bench.shared.Primes;
 
 import java.util.List;
@@ -9,7 +10,7 @@ import org.jboss.resteasy.reactive.RestQuery;
 import org.jboss.resteasy.reactive.RestResponse;
 
 import bench.Payloads.Created;
-import bench.Payloads.Item;
+import bench.shared.Item;
 import bench.Payloads.Message;
 import bench.Payloads.NewItem;
 import bench.Payloads.PrimeCount;
@@ -46,14 +47,14 @@ public class ReactiveResource {
     @Path("plaintext")
     @Produces(MediaType.TEXT_PLAIN)
     public RestResponse<String> plaintext(@RestHeader(Replies.REPORT_THREAD) String reportThread) {
-        return Replies.ok(Payloads.HELLO, reportThread);
+        return Replies.ok(Contract.HELLO, reportThread);
     }
 
     @GET
     @Path("json")
     @Produces(MediaType.APPLICATION_JSON)
     public RestResponse<Message> json(@RestHeader(Replies.REPORT_THREAD) String reportThread) {
-        return Replies.ok(new Message(Payloads.HELLO), reportThread);
+        return Replies.ok(new Message(Contract.HELLO), reportThread);
     }
 
     @GET
@@ -85,8 +86,8 @@ public class ReactiveResource {
     @GET
     @Path("db")
     @Produces(MediaType.APPLICATION_JSON)
-    public Uni<RestResponse<Item>> read(@RestQuery int id, @RestHeader(Replies.REPORT_THREAD) String reportThread) {
-        return backends.item(id).map(item -> item == null
+    public Uni<RestResponse<Item>> read(@RestQuery String id, @RestHeader(Replies.REPORT_THREAD) String reportThread) {
+        return backends.item(Params.itemId(id)).map(item -> item == null
                 ? Replies.<Item> notFound(reportThread)
                 : Replies.ok(item, reportThread));
     }

@@ -1,5 +1,6 @@
 package bench;
 
+import bench.shared.Contract;
 import bench.shared.Primes;
 
 import java.sql.SQLException;
@@ -10,7 +11,7 @@ import org.jboss.resteasy.reactive.RestQuery;
 import org.jboss.resteasy.reactive.RestResponse;
 
 import bench.Payloads.Created;
-import bench.Payloads.Item;
+import bench.shared.Item;
 import bench.Payloads.Message;
 import bench.Payloads.NewItem;
 import bench.Payloads.PrimeCount;
@@ -42,14 +43,14 @@ public class VirtualResource {
     @Path("plaintext")
     @Produces(MediaType.TEXT_PLAIN)
     public RestResponse<String> plaintext(@RestHeader(Replies.REPORT_THREAD) String reportThread) {
-        return Replies.ok(Payloads.HELLO, reportThread);
+        return Replies.ok(Contract.HELLO, reportThread);
     }
 
     @GET
     @Path("json")
     @Produces(MediaType.APPLICATION_JSON)
     public RestResponse<Message> json(@RestHeader(Replies.REPORT_THREAD) String reportThread) {
-        return Replies.ok(new Message(Payloads.HELLO), reportThread);
+        return Replies.ok(new Message(Contract.HELLO), reportThread);
     }
 
     @GET
@@ -80,9 +81,9 @@ public class VirtualResource {
     @GET
     @Path("db")
     @Produces(MediaType.APPLICATION_JSON)
-    public RestResponse<Item> read(@RestQuery int id, @RestHeader(Replies.REPORT_THREAD) String reportThread)
+    public RestResponse<Item> read(@RestQuery String id, @RestHeader(Replies.REPORT_THREAD) String reportThread)
             throws SQLException {
-        return backends.item(id)
+        return backends.item(Params.itemId(id))
                 .map(item -> Replies.ok(item, reportThread))
                 .orElseGet(() -> Replies.notFound(reportThread));
     }

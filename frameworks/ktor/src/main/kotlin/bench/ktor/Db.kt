@@ -1,5 +1,6 @@
 package bench.ktor
 
+import bench.shared.Contract
 import io.r2dbc.pool.ConnectionPool
 import io.r2dbc.pool.ConnectionPoolConfiguration
 import io.r2dbc.spi.Connection
@@ -35,7 +36,7 @@ class ItemRepository(settings: Settings) : AutoCloseable {
     )
 
     suspend fun find(id: Int): Item? = withConnection { connection ->
-        connection.createStatement("SELECT id, name, price FROM item WHERE id = ?")
+        connection.createStatement(Contract.SELECT_ITEM)
             .bind(0, id)
             .execute().awaitSingle()
             .map { row, _ ->
@@ -52,7 +53,7 @@ class ItemRepository(settings: Settings) : AutoCloseable {
 
     suspend fun insert(item: NewItem): Long = withConnection { connection ->
         // The driver reads the generated key with INSERT ... RETURNING on MariaDB 10.5 and newer.
-        connection.createStatement("INSERT INTO item (name, price) VALUES (?, ?)")
+        connection.createStatement(Contract.INSERT_ITEM)
             .bind(0, item.name)
             .bind(1, item.price)
             .returnGeneratedValues("id")

@@ -1,5 +1,6 @@
 package bench.ktor
 
+import bench.shared.Contract
 import io.lettuce.core.ExperimentalLettuceCoroutinesApi
 import io.lettuce.core.RedisClient
 import io.lettuce.core.RedisURI
@@ -7,7 +8,7 @@ import io.lettuce.core.api.coroutines
 import kotlinx.coroutines.flow.map
 import kotlinx.coroutines.flow.toList
 
-private val KEYS = arrayOf("bench:1", "bench:2", "bench:3")
+private val KEYS = Contract.REDIS_KEYS.toTypedArray()
 
 /**
  * One shared Lettuce connection, as Lettuce recommends: it is thread-safe and pipelines the

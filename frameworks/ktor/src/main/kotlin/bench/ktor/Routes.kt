@@ -1,5 +1,6 @@
 package bench.ktor
 
+import bench.shared.Contract
 import bench.shared.HttpDate
 import bench.shared.countPrimes
 
@@ -20,8 +21,6 @@ import io.ktor.server.routing.post
 import io.ktor.server.routing.routing
 import kotlinx.coroutines.delay
 
-const val MAX_SLEEP_MS = 60_000
-const val MAX_PRIMES_N = 10_000_000
 
 /**
  * Netty and CIO send no Date header of their own; every response carries one (CONTRACT.md). Ktor's
@@ -43,22 +42,22 @@ fun Application.benchRoutes(redis: RedisValues, items: ItemRepository) {
     routing {
         get("/plaintext") {
             call.reportThread()
-            call.respondText("Hello, World!")
+            call.respondText(Contract.HELLO)
         }
         get("/json") {
             call.reportThread()
-            call.respond(Message("Hello, World!"))
+            call.respond(Message(Contract.HELLO))
         }
         get("/sleep") {
-            val ms = call.boundedParam("ms", default = 100, max = MAX_SLEEP_MS)
-                ?: return@get call.badRequest("ms must be an integer in 0..$MAX_SLEEP_MS")
+            val ms = Contract.sleepMs(call.request.queryParameters["ms"])
+                ?: return@get call.badRequest("ms must be ASCII digits, at most 60000")
             call.reportThread()
             delay(ms.toLong())
             call.respond(Slept(ms))
         }
         get("/cpu") {
-            val n = call.boundedParam("n", default = 20_000, max = MAX_PRIMES_N)
-                ?: return@get call.badRequest("n must be an integer in 0..$MAX_PRIMES_N")
+            val n = Contract.primesN(call.request.queryParameters["n"])
+                ?: return@get call.badRequest("n must be ASCII digits, at most 10000000")
             call.reportThread()
             // Inline on the handler's own thread: that is the model this target measures.
             call.respond(Primes(n, countPrimes(n)))
@@ -68,8 +67,8 @@ fun Application.benchRoutes(redis: RedisValues, items: ItemRepository) {
             call.respond(redis.mget())
         }
         get("/db") {
-            val id = call.request.queryParameters["id"]?.toIntOrNull()
-                ?: return@get call.badRequest("id must be an integer")
+            val id = Contract.itemId(call.request.queryParameters["id"])
+                ?: return@get call.badRequest("id must be ASCII digits")
             call.reportThread()
             val item = items.find(id) ?: return@get call.respond(HttpStatusCode.NotFound)
             call.respond(item)
@@ -87,12 +86,6 @@ private fun ApplicationCall.reportThread() {
     if (request.headers.contains("X-Report-Thread")) {
         response.header("X-Thread", Thread.currentThread().toString())
     }
-}
-
-/** Absent gives the default; anything but an integer in 0..max gives null. */
-private fun ApplicationCall.boundedParam(name: String, default: Int, max: Int): Int? {
-    val raw = request.queryParameters[name] ?: return default
-    return raw.toIntOrNull()?.takeIf { it in 0..max }
 }
 
 private suspend fun ApplicationCall.badRequest(message: String) =

@@ -1,5 +1,7 @@
 package bench.mvc
 
+import bench.shared.Contract
+import bench.shared.JdbcItems
 import bench.shared.Created
 import bench.shared.Item
 import bench.shared.Message
@@ -26,15 +28,15 @@ import org.springframework.web.bind.annotation.RestController
  */
 @RestController
 @Profile("!coroutines")
-class BlockingController(private val items: Items, private val redis: StringRedisTemplate) {
+class BlockingController(private val items: JdbcItems, private val redis: StringRedisTemplate) {
 
     @GetMapping("/plaintext", produces = [MediaType.TEXT_PLAIN_VALUE])
     fun plaintext(@RequestHeader(REPORT_THREAD, required = false) report: String?): ResponseEntity<String> =
-        reply(work(report) { "Hello, World!" })
+        reply(work(report) { Contract.HELLO })
 
     @GetMapping("/json")
     fun json(@RequestHeader(REPORT_THREAD, required = false) report: String?): ResponseEntity<Message> =
-        reply(work(report) { Message("Hello, World!") })
+        reply(work(report) { Message(Contract.HELLO) })
 
     @GetMapping("/sleep")
     fun sleep(
@@ -65,13 +67,16 @@ class BlockingController(private val items: Items, private val redis: StringRedi
 
     @GetMapping("/redis")
     fun redis(@RequestHeader(REPORT_THREAD, required = false) report: String?): ResponseEntity<List<String?>> =
-        reply(work(report) { redis.opsForValue().multiGet(BENCH_KEYS).orEmpty() })
+        reply(work(report) { redis.opsForValue().multiGet(Contract.REDIS_KEYS).orEmpty() })
 
     @GetMapping("/db")
     fun read(
-        @RequestParam id: Int,
+        @RequestParam(required = false) id: String?,
         @RequestHeader(REPORT_THREAD, required = false) report: String?,
-    ): ResponseEntity<Item> = replyOrNotFound(work(report) { items.find(id) })
+    ): ResponseEntity<Item> {
+        val key = itemId(id)
+        return replyOrNotFound(work(report) { items.find(key) })
+    }
 
     @PostMapping("/db")
     fun write(

@@ -1,5 +1,7 @@
 package bench.mvc
 
+import bench.shared.Contract
+import bench.shared.JdbcItems
 import bench.shared.Created
 import bench.shared.Item
 import bench.shared.Message
@@ -32,18 +34,18 @@ import org.springframework.web.bind.annotation.RestController
 @RestController
 @Profile("coroutines")
 class CoroutineController(
-    private val items: Items,
+    private val items: JdbcItems,
     private val redis: ReactiveStringRedisTemplate,
     private val blocking: CoroutineDispatcher,
 ) {
 
     @GetMapping("/plaintext", produces = [MediaType.TEXT_PLAIN_VALUE])
     suspend fun plaintext(@RequestHeader(REPORT_THREAD, required = false) report: String?): ResponseEntity<String> =
-        reply(work(report) { "Hello, World!" })
+        reply(work(report) { Contract.HELLO })
 
     @GetMapping("/json")
     suspend fun json(@RequestHeader(REPORT_THREAD, required = false) report: String?): ResponseEntity<Message> =
-        reply(work(report) { Message("Hello, World!") })
+        reply(work(report) { Message(Contract.HELLO) })
 
     @GetMapping("/sleep")
     suspend fun sleep(
@@ -74,13 +76,16 @@ class CoroutineController(
 
     @GetMapping("/redis")
     suspend fun redis(@RequestHeader(REPORT_THREAD, required = false) report: String?): ResponseEntity<List<String?>> =
-        reply(work(report) { redis.opsForValue().multiGetAndAwait(BENCH_KEYS) })
+        reply(work(report) { redis.opsForValue().multiGetAndAwait(Contract.REDIS_KEYS) })
 
     @GetMapping("/db")
     suspend fun read(
-        @RequestParam id: Int,
+        @RequestParam(required = false) id: String?,
         @RequestHeader(REPORT_THREAD, required = false) report: String?,
-    ): ResponseEntity<Item> = replyOrNotFound(withContext(blocking) { work(report) { items.find(id) } })
+    ): ResponseEntity<Item> {
+        val key = itemId(id)
+        return replyOrNotFound(withContext(blocking) { work(report) { items.find(key) } })
+    }
 
     @PostMapping("/db")
     suspend fun write(

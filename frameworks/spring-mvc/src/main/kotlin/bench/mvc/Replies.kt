@@ -1,16 +1,12 @@
 package bench.mvc
 
-import bench.shared.MAX_PRIMES_N
-import bench.shared.MAX_SLEEP_MS
-import bench.shared.boundedParam
+import bench.shared.Contract
 import org.springframework.http.HttpStatus
 import org.springframework.http.ResponseEntity
 import org.springframework.web.server.ResponseStatusException
 
 const val REPORT_THREAD = "X-Report-Thread"
 const val THREAD = "X-Thread"
-
-val BENCH_KEYS = listOf("bench:1", "bench:2", "bench:3")
 
 /** A scenario's result and, when the request asked for it, the thread that did its work. */
 class Done<T>(val value: T, val thread: String?)
@@ -36,9 +32,11 @@ fun <T : Any> replyOrNotFound(done: Done<T?>): ResponseEntity<T> {
     return reply(Done(value, done.thread))
 }
 
-fun sleepMs(raw: String?): Int = boundedParam(raw, 100, MAX_SLEEP_MS) ?: badRequest("ms")
+fun sleepMs(raw: String?): Int = Contract.sleepMs(raw) ?: badRequest("ms")
 
-fun primesN(raw: String?): Int = boundedParam(raw, 20_000, MAX_PRIMES_N) ?: badRequest("n")
+fun primesN(raw: String?): Int = Contract.primesN(raw) ?: badRequest("n")
+
+fun itemId(raw: String?): Int = Contract.itemId(raw) ?: badRequest("id")
 
 private fun badRequest(name: String): Nothing =
-    throw ResponseStatusException(HttpStatus.BAD_REQUEST, "$name must be an integer in the allowed range")
+    throw ResponseStatusException(HttpStatus.BAD_REQUEST, "$name must be ASCII digits within the allowed range")

@@ -1,5 +1,6 @@
 package bench.webflux
 
+import bench.shared.Contract
 import bench.shared.Created
 import bench.shared.Item
 import bench.shared.Message
@@ -28,13 +29,13 @@ class BlockingController(private val work: BlockingWork) {
     @GetMapping("/plaintext", produces = [MediaType.TEXT_PLAIN_VALUE])
     fun plaintext(exchange: ServerWebExchange): String {
         exchange.reportThread()
-        return HELLO
+        return Contract.HELLO
     }
 
     @GetMapping("/json")
     fun json(exchange: ServerWebExchange): Message {
         exchange.reportThread()
-        return Message(HELLO)
+        return Message(Contract.HELLO)
     }
 
     @GetMapping("/sleep")
@@ -65,9 +66,9 @@ class BlockingController(private val work: BlockingWork) {
     }
 
     @GetMapping("/db")
-    fun read(@RequestParam id: Int, exchange: ServerWebExchange): ResponseEntity<Item> {
+    fun read(@RequestParam(required = false) id: String?, exchange: ServerWebExchange): ResponseEntity<Item> {
         exchange.reportThread()
-        return found(work.find(id))
+        return found(work.find(itemId(id)))
     }
 
     @PostMapping("/db")

@@ -1,5 +1,7 @@
 package bench.webflux
 
+import bench.shared.JdbcItems
+import bench.shared.Contract
 import bench.shared.Item
 import bench.shared.NewItem
 import bench.shared.Primes
@@ -26,7 +28,7 @@ class BlockingWork(private val redis: StringRedisTemplate, private val items: Jd
     fun primes(n: Int) = Primes(n, countPrimes(n))
     fun primesYielding(n: Int) = Primes(n, countPrimesYielding(n))
 
-    fun redisValues(): List<String?> = redis.opsForValue().multiGet(REDIS_KEYS)!!
+    fun redisValues(): List<String?> = redis.opsForValue().multiGet(Contract.REDIS_KEYS)!!
 
     fun find(id: Int): Item? = items.find(id)
 

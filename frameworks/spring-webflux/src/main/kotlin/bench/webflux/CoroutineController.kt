@@ -1,5 +1,6 @@
 package bench.webflux
 
+import bench.shared.Contract
 import bench.shared.Created
 import bench.shared.Item
 import bench.shared.Message
@@ -36,13 +37,13 @@ class CoroutineController(
     @GetMapping("/plaintext", produces = [MediaType.TEXT_PLAIN_VALUE])
     suspend fun plaintext(exchange: ServerWebExchange): String {
         exchange.reportThread()
-        return HELLO
+        return Contract.HELLO
     }
 
     @GetMapping("/json")
     suspend fun json(exchange: ServerWebExchange): Message {
         exchange.reportThread()
-        return Message(HELLO)
+        return Message(Contract.HELLO)
     }
 
     @GetMapping("/sleep")
@@ -70,12 +71,12 @@ class CoroutineController(
     @GetMapping("/redis")
     suspend fun redis(exchange: ServerWebExchange): List<String?> {
         exchange.reportThread()
-        return redis.opsForValue().multiGetAndAwait(REDIS_KEYS)
+        return redis.opsForValue().multiGetAndAwait(Contract.REDIS_KEYS)
     }
 
     @GetMapping("/db")
-    suspend fun read(@RequestParam id: Int, exchange: ServerWebExchange): ResponseEntity<Item> =
-        found(items.find(id, exchange::reportThread).awaitSingleOrNull())
+    suspend fun read(@RequestParam(required = false) id: String?, exchange: ServerWebExchange): ResponseEntity<Item> =
+        found(items.find(itemId(id), exchange::reportThread).awaitSingleOrNull())
 
     @PostMapping("/db")
     suspend fun create(@RequestBody item: NewItem, exchange: ServerWebExchange): ResponseEntity<Created> =

@@ -1,5 +1,7 @@
 package bench.webflux
 
+import bench.shared.JdbcItems
+import bench.shared.Contract
 import bench.shared.Created
 import bench.shared.Item
 import bench.shared.Message
@@ -53,13 +55,13 @@ class CoroutineVirtualController(
     @GetMapping("/plaintext", produces = [MediaType.TEXT_PLAIN_VALUE])
     suspend fun plaintext(exchange: ServerWebExchange): String {
         exchange.reportThread()
-        return HELLO
+        return Contract.HELLO
     }
 
     @GetMapping("/json")
     suspend fun json(exchange: ServerWebExchange): Message {
         exchange.reportThread()
-        return Message(HELLO)
+        return Message(Contract.HELLO)
     }
 
     @GetMapping("/sleep")
@@ -82,11 +84,13 @@ class CoroutineVirtualController(
 
     @GetMapping("/redis")
     suspend fun redis(exchange: ServerWebExchange): List<String?> =
-        onVirtualThread(exchange) { redis.opsForValue().multiGetAndAwait(REDIS_KEYS) }
+        onVirtualThread(exchange) { redis.opsForValue().multiGetAndAwait(Contract.REDIS_KEYS) }
 
     @GetMapping("/db")
-    suspend fun read(@RequestParam id: Int, exchange: ServerWebExchange): ResponseEntity<Item> =
-        found(onVirtualThread(exchange) { items.find(id) })
+    suspend fun read(@RequestParam(required = false) id: String?, exchange: ServerWebExchange): ResponseEntity<Item> {
+        val key = itemId(id)
+        return found(onVirtualThread(exchange) { items.find(key) })
+    }
 
     @PostMapping("/db")
     suspend fun create(@RequestBody item: NewItem, exchange: ServerWebExchange): ResponseEntity<Created> =

@@ -12,6 +12,3 @@ interface ReactiveItems {
     fun find(id: Int, report: () -> Unit): Mono<Item>
     fun insert(item: NewItem, report: () -> Unit): Mono<Long>
 }
-
-const val SELECT_ITEM = "SELECT id, name, price FROM item WHERE id = :id"
-const val INSERT_ITEM = "INSERT INTO item (name, price) VALUES (:name, :price)"

@@ -1,5 +1,6 @@
 package bench.webflux
 
+import bench.shared.Contract
 import bench.shared.Item
 import bench.shared.NewItem
 import org.springframework.context.annotation.Profile
@@ -15,8 +16,8 @@ class R2dbcItems(private val db: DatabaseClient) : ReactiveItems {
 
     override fun find(id: Int, report: () -> Unit): Mono<Item> {
         report()
-        return db.sql(SELECT_ITEM)
-            .bind("id", id)
+        return db.sql(Contract.SELECT_ITEM)
+            .bind(0, id)
             .map { row, _ ->
                 Item(
                     row.get("id", Int::class.javaObjectType)!!,
@@ -29,9 +30,9 @@ class R2dbcItems(private val db: DatabaseClient) : ReactiveItems {
 
     override fun insert(item: NewItem, report: () -> Unit): Mono<Long> {
         report()
-        return db.sql(INSERT_ITEM)
-            .bind("name", item.name)
-            .bind("price", item.price)
+        return db.sql(Contract.INSERT_ITEM)
+            .bind(0, item.name)
+            .bind(1, item.price)
             // The documented way to read a generated key with R2DBC; r2dbc-mariadb adds RETURNING id.
             .filter { statement -> statement.returnGeneratedValues("id") }
             .map { row -> row.get("id", Long::class.javaObjectType)!! }

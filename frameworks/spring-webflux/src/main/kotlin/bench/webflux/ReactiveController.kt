@@ -1,5 +1,6 @@
 package bench.webflux
 
+import bench.shared.Contract
 import bench.shared.Created
 import bench.shared.Item
 import bench.shared.Message
@@ -37,13 +38,13 @@ class ReactiveController(
     @GetMapping("/plaintext", produces = [MediaType.TEXT_PLAIN_VALUE])
     fun plaintext(exchange: ServerWebExchange): Mono<String> {
         exchange.reportThread()
-        return Mono.just(HELLO)
+        return Mono.just(Contract.HELLO)
     }
 
     @GetMapping("/json")
     fun json(exchange: ServerWebExchange): Mono<Message> {
         exchange.reportThread()
-        return Mono.just(Message(HELLO))
+        return Mono.just(Message(Contract.HELLO))
     }
 
     /** A timer, no thread waits: the event loop arms it, Reactor's parallel scheduler fires it. */
@@ -71,12 +72,12 @@ class ReactiveController(
     @GetMapping("/redis")
     fun redis(exchange: ServerWebExchange): Mono<List<String>> {
         exchange.reportThread()
-        return redis.opsForValue().multiGet(REDIS_KEYS)
+        return redis.opsForValue().multiGet(Contract.REDIS_KEYS)
     }
 
     @GetMapping("/db")
-    fun read(@RequestParam id: Int, exchange: ServerWebExchange): Mono<ResponseEntity<Item>> =
-        items.find(id, exchange::reportThread)
+    fun read(@RequestParam(required = false) id: String?, exchange: ServerWebExchange): Mono<ResponseEntity<Item>> =
+        items.find(itemId(id), exchange::reportThread)
             .map { ResponseEntity.ok(it) }
             .defaultIfEmpty(ResponseEntity.notFound().build())
 

@@ -1,5 +1,7 @@
 package bench.undertow;
 
+import bench.shared.Contract;
+import bench.shared.JdbcItems;
 import bench.shared.Primes;
 
 import io.undertow.server.Connectors;
@@ -9,10 +11,11 @@ import io.undertow.util.SameThreadExecutor;
 import tools.jackson.core.JacksonException;
 
 import java.math.BigDecimal;
+import java.util.Deque;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 
-import static bench.undertow.Params.INVALID;
+import static bench.shared.Contract.INVALID;
 
 /**
  * The contract's endpoints as plain HttpHandlers. Every handler starts on the XNIO I/O thread,
@@ -26,7 +29,7 @@ final class Endpoints {
     record Slept(long sleptMs) {
     }
 
-    record PrimeCount(long n, int primes) {
+    record PrimeCount(int n, int primes) {
     }
 
     record NewItem(String name, BigDecimal price) {
@@ -37,27 +40,27 @@ final class Endpoints {
 
     private static final int NAME_MAX = 64;
 
-    private final ItemStore items;
+    private final JdbcItems items;
     private final RedisValues redis;
     /** Where blocking work runs; null selects Undertow's default, the connection's XNIO worker pool. */
     private final Executor blockingExecutor;
 
-    Endpoints(ItemStore items, RedisValues redis, Executor blockingExecutor) {
+    Endpoints(JdbcItems items, RedisValues redis, Executor blockingExecutor) {
         this.items = items;
         this.redis = redis;
         this.blockingExecutor = blockingExecutor;
     }
 
     void plaintext(HttpServerExchange exchange) {
-        Responses.text(exchange, "Hello, World!");
+        Responses.text(exchange, Contract.HELLO);
     }
 
     void json(HttpServerExchange exchange) {
-        Responses.json(exchange, 200, new Message("Hello, World!"));
+        Responses.json(exchange, 200, new Message(Contract.HELLO));
     }
 
     void sleep(HttpServerExchange exchange) {
-        long ms = Params.nonNegative(exchange, "ms", 100, 60_000);
+        int ms = Contract.sleepMs(param(exchange, "ms"));
         if (ms == INVALID) {
             Responses.status(exchange, 400);
             return;
@@ -70,7 +73,7 @@ final class Endpoints {
 
     /** Waits on the I/O thread's own timer, so no thread is held while waiting. */
     void sleepOnTimer(HttpServerExchange exchange) {
-        long ms = Params.nonNegative(exchange, "ms", 100, 60_000);
+        int ms = Contract.sleepMs(param(exchange, "ms"));
         if (ms == INVALID) {
             Responses.status(exchange, 400);
             return;
@@ -84,12 +87,12 @@ final class Endpoints {
     }
 
     void cpu(HttpServerExchange exchange) {
-        long n = Params.nonNegative(exchange, "n", 20_000, 10_000_000);
+        int n = Contract.primesN(param(exchange, "n"));
         if (n == INVALID) {
             Responses.status(exchange, 400);
             return;
         }
-        offload(exchange, blocking -> Responses.json(blocking, 200, new PrimeCount(n, Primes.count((int) n))));
+        offload(exchange, blocking -> Responses.json(blocking, 200, new PrimeCount(n, Primes.count(n))));
     }
 
     void redis(HttpServerExchange exchange) {
@@ -112,7 +115,7 @@ final class Endpoints {
     }
 
     void dbRead(HttpServerExchange exchange) {
-        long id = Params.nonNegative(exchange, "id", INVALID, Long.MAX_VALUE);
+        int id = Contract.itemId(param(exchange, "id"));
         if (id == INVALID) {
             Responses.status(exchange, 400);
             return;
@@ -133,6 +136,12 @@ final class Endpoints {
             offload(received, blocking ->
                     Responses.json(blocking, 201, new Created(items.insert(item.name(), item.price()))));
         });
+    }
+
+    /** The first value of a query parameter, null when absent. */
+    private static String param(HttpServerExchange exchange, String name) {
+        Deque<String> values = exchange.getQueryParameters().get(name);
+        return values == null || values.isEmpty() ? null : values.getFirst();
     }
 
     private static NewItem parse(byte[] body) {

@@ -1,22 +1,13 @@
 package bench.undertow;
 
+import bench.shared.JdbcItems;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 
-import java.math.BigDecimal;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
-import java.sql.Statement;
-import java.util.Optional;
-
-/** The item table over JDBC: one auto-committed statement per call, from a HikariCP pool. */
+/** The HikariCP pool of DB_POOL_SIZE connections and the item table over it (frameworks/shared's JdbcItems). */
 final class ItemStore implements AutoCloseable {
-    record Item(long id, String name, BigDecimal price) {
-    }
-
     private final HikariDataSource dataSource;
+    private final JdbcItems items;
 
     ItemStore(String host, String port, String database, String user, String password, int poolSize) {
         HikariConfig config = new HikariConfig();
@@ -27,34 +18,11 @@ final class ItemStore implements AutoCloseable {
         config.setMaximumPoolSize(poolSize);
         config.setPoolName("bench-db");
         this.dataSource = new HikariDataSource(config);
+        this.items = new JdbcItems(dataSource);
     }
 
-    Optional<Item> find(long id) throws SQLException {
-        try (Connection connection = dataSource.getConnection();
-             PreparedStatement select = connection.prepareStatement("SELECT id, name, price FROM item WHERE id = ?")) {
-            select.setLong(1, id);
-            try (ResultSet row = select.executeQuery()) {
-                return row.next()
-                        ? Optional.of(new Item(row.getLong(1), row.getString(2), row.getBigDecimal(3)))
-                        : Optional.empty();
-            }
-        }
-    }
-
-    long insert(String name, BigDecimal price) throws SQLException {
-        try (Connection connection = dataSource.getConnection();
-             PreparedStatement insert = connection.prepareStatement(
-                     "INSERT INTO item (name, price) VALUES (?, ?)", Statement.RETURN_GENERATED_KEYS)) {
-            insert.setString(1, name);
-            insert.setBigDecimal(2, price);
-            insert.executeUpdate();
-            try (ResultSet keys = insert.getGeneratedKeys()) {
-                if (!keys.next()) {
-                    throw new SQLException("INSERT returned no generated key");
-                }
-                return keys.getLong(1);
-            }
-        }
+    JdbcItems items() {
+        return items;
     }
 
     @Override

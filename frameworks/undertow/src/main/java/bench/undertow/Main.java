@@ -29,7 +29,7 @@ public final class Main {
         // The virtual variant hands blocking work to a virtual thread per request; the others
         // keep Undertow's default, the XNIO worker pool (null tells dispatch() to use it).
         ExecutorService virtualThreads = variant == Variant.VIRTUAL ? Executors.newVirtualThreadPerTaskExecutor() : null;
-        Endpoints endpoints = new Endpoints(items, redis, virtualThreads);
+        Endpoints endpoints = new Endpoints(items.items(), redis, virtualThreads);
 
         boolean nonBlocking = variant == Variant.NONBLOCKING;
         HttpHandler routes = Handlers.routing()

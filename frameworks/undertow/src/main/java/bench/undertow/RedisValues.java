@@ -1,5 +1,6 @@
 package bench.undertow;
 
+import bench.shared.Contract;
 import io.lettuce.core.KeyValue;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
@@ -14,7 +15,7 @@ import java.util.concurrent.CompletionStage;
  * over a pool for non-transactional commands.
  */
 final class RedisValues implements AutoCloseable {
-    private static final String[] KEYS = {"bench:1", "bench:2", "bench:3"};
+    private static final String[] KEYS = Contract.REDIS_KEYS.toArray(String[]::new);
 
     private final RedisClient client;
     private final StatefulRedisConnection<String, String> connection;

@@ -1,5 +1,7 @@
 package bench.vertx;
 
+import bench.shared.Contract;
+
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
@@ -63,11 +65,11 @@ final class Backends {
 
   /** The item row, or null when there is none. */
   Future<JsonObject> item(int id) {
-    return pool.preparedQuery(Contract.SELECT_ITEM).execute(Tuple.of(id)).map(Contract::item);
+    return pool.preparedQuery(Contract.SELECT_ITEM).execute(Tuple.of(id)).map(Bodies::item);
   }
 
   /** Inserts the item in auto-commit mode and returns its generated id. */
-  Future<Long> insert(Contract.NewItem item) {
+  Future<Long> insert(Bodies.NewItem item) {
     return pool.preparedQuery(Contract.INSERT_ITEM)
         .execute(Tuple.of(item.name(), item.price()))
         .map(rows -> rows.property(MySQLClient.LAST_INSERTED_ID));
@@ -75,7 +77,7 @@ final class Backends {
 
   /** One MGET of the three bench keys, through the client's connection pool. */
   Future<JsonArray> redisValues() {
-    return redisApi.mget(Contract.REDIS_KEYS).map(Contract::values);
+    return redisApi.mget(Contract.REDIS_KEYS).map(Bodies::values);
   }
 
   Future<Void> close() {

@@ -1,5 +1,6 @@
 package bench.vertx;
 
+import bench.shared.Contract;
 import bench.shared.HttpDate;
 import bench.shared.Primes;
 
@@ -35,7 +36,7 @@ abstract class BenchVerticle extends VerticleBase {
 
   protected abstract void dbRead(RoutingContext ctx, int id);
 
-  protected abstract void dbWrite(RoutingContext ctx, Contract.NewItem item);
+  protected abstract void dbWrite(RoutingContext ctx, Bodies.NewItem item);
 
   @Override
   public Future<?> start() {
@@ -45,8 +46,8 @@ abstract class BenchVerticle extends VerticleBase {
       ctx.response().putHeader(HttpHeaders.DATE, HttpDate.now());
       ctx.next();
     });
-    router.get("/plaintext").handler(ctx -> Reply.text(ctx, "Hello, World!"));
-    router.get("/json").handler(ctx -> Reply.json(ctx, 200, Contract.message()));
+    router.get("/plaintext").handler(ctx -> Reply.text(ctx, Contract.HELLO));
+    router.get("/json").handler(ctx -> Reply.json(ctx, 200, Bodies.message()));
     router.get("/sleep").handler(this::handleSleep);
     // CPU work runs inline on the verticle's thread: an event loop, or the virtual thread.
     router.get("/cpu").handler(this::handleCpu);
@@ -61,29 +62,29 @@ abstract class BenchVerticle extends VerticleBase {
   }
 
   private void handleSleep(RoutingContext ctx) {
-    int ms = Contract.boundedParam(ctx.request().getParam("ms"), Contract.DEFAULT_SLEEP_MS, Contract.MAX_SLEEP_MS);
-    if (ms < 0) {
+    int ms = Contract.sleepMs(ctx.request().getParam("ms"));
+    if (ms == Contract.INVALID) {
       Reply.status(ctx, 400);
     } else if (ms == 0) {
       // Vert.x timers need a delay of at least 1 ms; waiting 0 ms is not waiting.
-      Reply.json(ctx, 200, Contract.slept(0));
+      Reply.json(ctx, 200, Bodies.slept(0));
     } else {
       sleep(ctx, ms);
     }
   }
 
   private void handleCpu(RoutingContext ctx) {
-    int n = Contract.boundedParam(ctx.request().getParam("n"), Contract.DEFAULT_PRIMES_N, Contract.MAX_PRIMES_N);
-    if (n < 0) {
+    int n = Contract.primesN(ctx.request().getParam("n"));
+    if (n == Contract.INVALID) {
       Reply.status(ctx, 400);
     } else {
-      Reply.json(ctx, 200, Contract.primes(n, Primes.count(n)));
+      Reply.json(ctx, 200, Bodies.primes(n, Primes.count(n)));
     }
   }
 
   private void handleDbRead(RoutingContext ctx) {
-    int id = Contract.boundedParam(ctx.request().getParam("id"), -1, Integer.MAX_VALUE);
-    if (id < 0) {
+    int id = Contract.itemId(ctx.request().getParam("id"));
+    if (id == Contract.INVALID) {
       Reply.status(ctx, 400);
     } else {
       dbRead(ctx, id);
@@ -91,7 +92,7 @@ abstract class BenchVerticle extends VerticleBase {
   }
 
   private void handleDbWrite(RoutingContext ctx) {
-    Contract.NewItem item = Contract.newItem(ctx.body().asString());
+    Bodies.NewItem item = Bodies.newItem(ctx.body().asString());
     if (item == null) {
       Reply.status(ctx, 400);
     } else {

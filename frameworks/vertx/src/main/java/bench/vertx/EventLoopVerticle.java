@@ -14,7 +14,7 @@ final class EventLoopVerticle extends BenchVerticle {
 
   @Override
   protected void sleep(RoutingContext ctx, int ms) {
-    vertx.setTimer(ms, timerId -> Reply.json(ctx, 200, Contract.slept(ms)));
+    vertx.setTimer(ms, timerId -> Reply.json(ctx, 200, Bodies.slept(ms)));
   }
 
   @Override
@@ -32,9 +32,9 @@ final class EventLoopVerticle extends BenchVerticle {
   }
 
   @Override
-  protected void dbWrite(RoutingContext ctx, Contract.NewItem item) {
+  protected void dbWrite(RoutingContext ctx, Bodies.NewItem item) {
     backends.insert(item)
-        .onSuccess(id -> Reply.json(ctx, 201, Contract.created(id)))
+        .onSuccess(id -> Reply.json(ctx, 201, Bodies.created(id)))
         .onFailure(ctx::fail);
   }
 }

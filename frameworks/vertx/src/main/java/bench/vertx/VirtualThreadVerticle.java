@@ -18,7 +18,7 @@ final class VirtualThreadVerticle extends BenchVerticle {
   @Override
   protected void sleep(RoutingContext ctx, int ms) {
     vertx.timer(ms).await();
-    Reply.json(ctx, 200, Contract.slept(ms));
+    Reply.json(ctx, 200, Bodies.slept(ms));
   }
 
   @Override
@@ -33,8 +33,8 @@ final class VirtualThreadVerticle extends BenchVerticle {
   }
 
   @Override
-  protected void dbWrite(RoutingContext ctx, Contract.NewItem item) {
+  protected void dbWrite(RoutingContext ctx, Bodies.NewItem item) {
     long id = backends.insert(item).await();
-    Reply.json(ctx, 201, Contract.created(id));
+    Reply.json(ctx, 201, Bodies.created(id));
   }
 }

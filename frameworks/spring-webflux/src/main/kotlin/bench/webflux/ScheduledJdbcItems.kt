@@ -1,34 +1,21 @@
 package bench.webflux
 
 import bench.shared.Item
+import bench.shared.JdbcItems
 import bench.shared.NewItem
+import org.springframework.context.annotation.Bean
+import org.springframework.context.annotation.Configuration
 import org.springframework.context.annotation.Profile
 import org.springframework.jdbc.core.simple.JdbcClient
-import org.springframework.jdbc.support.GeneratedKeyHolder
 import org.springframework.stereotype.Component
-import org.springframework.stereotype.Repository
 import reactor.core.publisher.Mono
 
-/** Blocking access through Boot's JdbcClient over the HikariCP pool; callers decide which thread blocks. */
-@Repository
+/** The variants on the HikariCP pool get frameworks/spring-shared's JdbcItems, the one Spring MVC runs. */
+@Configuration
 @Profile("jdbc-pool")
-class JdbcItems(private val jdbc: JdbcClient) {
-
-    fun find(id: Int): Item? =
-        jdbc.sql(SELECT_ITEM)
-            .param("id", id)
-            .query { rs, _ -> Item(rs.getInt(1), rs.getString(2), rs.getBigDecimal(3)) }
-            .optional()
-            .orElse(null)
-
-    fun insert(item: NewItem): Long {
-        val keys = GeneratedKeyHolder()
-        jdbc.sql(INSERT_ITEM)
-            .param("name", item.name)
-            .param("price", item.price)
-            .update(keys)
-        return keys.key!!.toLong()
-    }
+class JdbcPool {
+    @Bean
+    fun jdbcItems(jdbc: JdbcClient) = JdbcItems(jdbc)
 }
 
 /**

@@ -1,42 +1,24 @@
 package bench.vertx;
 
+import bench.shared.Contract;
+
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.redis.client.Response;
 import io.vertx.sqlclient.Row;
 import io.vertx.sqlclient.RowSet;
 import java.math.BigDecimal;
-import java.util.List;
 
-/** What every variant computes, builds and asks the backends, exactly as frameworks/CONTRACT.md says. */
-final class Contract {
-
-  static final int DEFAULT_SLEEP_MS = 100;
-  static final int MAX_SLEEP_MS = 60_000;
-  static final int DEFAULT_PRIMES_N = 20_000;
-  static final int MAX_PRIMES_N = 10_000_000;
-
-  static final String SELECT_ITEM = "SELECT id, name, price FROM item WHERE id = ?";
-  static final String INSERT_ITEM = "INSERT INTO item (name, price) VALUES (?, ?)";
-  static final List<String> REDIS_KEYS = List.of("bench:1", "bench:2", "bench:3");
+/**
+ * The bodies every variant builds, as frameworks/CONTRACT.md shows them; its parameters, statements and
+ * keys are frameworks/shared's bench.shared.Contract, the same for every Java target.
+ */
+final class Bodies {
 
   /** The body of {@code POST /db}. */
   record NewItem(String name, BigDecimal price) {}
 
-  private Contract() {}
-
-  /** An absent parameter takes its default; anything but an integer in 0..max gives -1 (a 400). */
-  static int boundedParam(String raw, int fallback, int max) {
-    if (raw == null) {
-      return fallback;
-    }
-    try {
-      int value = Integer.parseInt(raw);
-      return value >= 0 && value <= max ? value : -1;
-    } catch (NumberFormatException e) {
-      return -1;
-    }
-  }
+  private Bodies() {}
 
   /** Parses {@code {"name": "...", "price": 1.5}}; null when the body is not that shape. */
   static NewItem newItem(String body) {
@@ -53,7 +35,7 @@ final class Contract {
   }
 
   static JsonObject message() {
-    return new JsonObject().put("message", "Hello, World!");
+    return new JsonObject().put("message", Contract.HELLO);
   }
 
   static JsonObject slept(int ms) {
