@@ -22,7 +22,7 @@ import subprocess
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import STATE_DIR, procs
+from . import STATE_DIR, procs, thread_dumps
 from .errors import BenchError
 from .tools import compiled
 
@@ -112,11 +112,13 @@ class CellRecorder:
     """The recordings of one cell's loads (one file per load, named by it), and the columns read from
     them. Off, it records nothing and every jfr_* column stays null: not measured, not zero. A
     recording that fails (no attach, an unreadable file) leaves them null too, with the reason in
-    jfr_error; the measurement itself stands, so the row is not flagged."""
+    jfr_error; the measurement itself stands, so the row is not flagged. While it records, thread dumps
+    are sampled too (thread_dumps.py: the dump_* columns, threads waiting on locks in application code)."""
 
     def __init__(self, jdk_home: Path, pid: int | None, folder: Path, run_dir: Path, cpus: str, on: bool):
         self.jdk_home, self.pid, self.folder, self.run_dir, self.cpus, self.on = jdk_home, pid, folder, run_dir, cpus, on
         self.failures: dict[str, str] = {}
+        self.dumps: dict[str, thread_dumps.Sampler] = {}
 
     @contextmanager
     def load(self, name: str):
@@ -139,9 +141,11 @@ class CellRecorder:
         # The JVM writes the file in its own file system (a container's /tmp), and it is taken from
         # there through /proc/<pid>/root, which for a local process is this one's.
         inside = f"/tmp/bench-jfr-{os.getpid()}-{name}.jfr"
+        dumps = self.dumps[name] = thread_dumps.Sampler(self.pid, self.folder / f"{name}-threads.jsonl").start()
         try:
             yield
         finally:
+            dumps.stop()
             try:
                 _jcmd(self.jdk_home, self.pid, ["JFR.stop", f"name={NAME}", f"filename={inside}"], self.cpus)
                 shutil.move(f"/proc/{self.pid}/root{inside}", path)
@@ -165,4 +169,8 @@ class CellRecorder:
             return [{**row, "jfr_error": str(e)} for row in rows]
         files = {"jfr_file": str(path.relative_to(self.run_dir)), "jfr_flamegraph": str(graph.relative_to(self.run_dir)),
                  "jfr_cost": COST}
-        return [{**row, **cols, **files} for row, cols in zip(rows, columns)]
+        dumps = self.dumps[name]
+        waits = [thread_dumps.columns(dumps.summaries, w) for w in windows]
+        if dumps.error:
+            files["jfr_error"] = dumps.error
+        return [{**row, **cols, **wait, **files} for row, cols, wait in zip(rows, columns, waits)]

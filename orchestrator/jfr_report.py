@@ -58,11 +58,21 @@ def why_table(df: pd.DataFrame, scenario: str, x: str | None = "concurrency") ->
                "alloc MB/s": f"{med['jfr_alloc_mb_per_s']:,.0f}",
                "event loop in app code": "" if pd.isna(med["jfr_event_loop_app_share"])
                else f"{100 * med['jfr_event_loop_app_share']:.0f} %",
+               "waiting on app locks": _lock_waits(med, cell),
                "hottest method": hot.iloc[0].split("; ")[0] if len(hot) and hot.iloc[0] else "",
                "flame graphs": [Link(f"r{r.repeat}", r.jfr_flamegraph)
                                 for r in cell.sort_values("repeat").itertuples() if isinstance(r.jfr_flamegraph, str)]}
         out.append(row)
     return pd.DataFrame(out)
+
+
+def _lock_waits(med: pd.Series, cell: pd.DataFrame) -> str:
+    """Threads waiting on locks in application code (thread dumps), with the site of the latest repeat."""
+    if pd.isna(med.get("dump_app_lock_waiting")):
+        return ""
+    sites = cell.sort_values("repeat")["dump_app_lock_site"].dropna()
+    site = sites.iloc[-1] if len(sites) and sites.iloc[-1] else ""
+    return f"{med['dump_app_lock_waiting']:,.1f}" + (f": {site}" if site else "")
 
 
 def _n(value) -> str:
@@ -76,5 +86,8 @@ WHY_TEXT = ("What the JVM did in the measured window, from a Flight Recorder rec
             "workers left out), blocked on a "
             "monitor or in a socket read on average (waits of at least 10 ms; monitors 1 ms); GC pauses as a "
             "share of the window; the allocation rate; on event-loop threads the share of CPU samples in the "
-            "application's own code (a busy or blocked event loop); the hottest method with its share of all "
+            "application's own code (a busy or blocked event loop); threads waiting on a lock, semaphore or monitor "
+            "taken in the application's own code, on average over thread dumps every 0.5 s or less often (virtual threads "
+            "included, which Flight Recorder's parks miss), and where most of them waited: a limit in the "
+            "application, not in a pool or a backend; the hottest method with its share of all "
             "CPU samples; the flame graph of each repeat.")

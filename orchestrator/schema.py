@@ -113,8 +113,13 @@ ROW_TYPES = [
     ("jfr_socket_read_ms", "float64"), ("jfr_gc_pause_ms", "float64"), ("jfr_gc_count", "int64"),
     ("jfr_safepoint_ms", "float64"), ("jfr_alloc_mb_per_s", "float64"),
     ("jfr_event_loop_samples", "int64"), ("jfr_event_loop_app_share", "float64"),
+    # threads waiting on a lock, semaphore or monitor in application code (thread_dumps.py: JSON thread
+    # dumps every 0.5 s or less often while recording, virtual threads included): dumps in the window and the
+    # server CPU they took, the mean, and the site most of them waited at
+    ("dump_samples", "int64"), ("dump_cpu_ms", "float64"), ("dump_app_lock_waiting", "float64"),
+    ("dump_app_lock_site", "string"),
     ("jfr_file", "string"), ("jfr_flamegraph", "string"),   # relative to the run's folder
-    ("jfr_error", "string"),    # why a window asked to be recorded has no evidence (null: it has)
+    ("jfr_error", "string"),    # why a window asked to be recorded has no evidence, or no thread dumps (null: it has both)
     ("jfr_cost", "string"),     # what recording cost the figures on this machine kind (flight_recorder.COST)
     ("heap", "string"), ("server_cpus", "string"), ("loadgen_cpus", "string"),
 ]

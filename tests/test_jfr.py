@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from conftest import PORTS, bench
-from orchestrator import results
+from orchestrator import jfr_report, results
 
 pytestmark = pytest.mark.slow
 
@@ -38,6 +38,9 @@ def test_a_sleep_under_a_native_frame_pins_and_a_sleep_holding_a_monitor_no_long
     # (JDK 25's Flight Recorder emits no jdk.JavaMonitorEnter for a virtual thread that unmounts there)
     assert 0.7 <= held["jfr_sleep_ms"] / 1000 / held["duration_s"] <= 1.1
     assert held["latency_p50_ms"] > 300
+    # ... which the thread dumps see: virtual threads blocked on the fixture's monitor
+    assert held["dump_samples"] >= 2 and held["dump_app_lock_waiting"] >= 2, held["dump_app_lock_site"]
+    assert "Fixture" in held["dump_app_lock_site"] and "on a monitor" in held["dump_app_lock_site"]
 
 
 def test_cpu_work_on_an_event_loop_shows_as_its_share_in_application_code(results_dir):
@@ -59,6 +62,31 @@ def test_a_target_in_a_container_is_recorded_too(results_dir):
     assert row["runtime"] == "docker" and pd.isna(row["jfr_error"]), row["jfr_error"]
     assert row["jfr_event_loop_samples"] > 10 and "Fixture.countPrimes" in row["jfr_hot_methods"]
     assert (results.find_run(None, results_dir) / row["jfr_file"]).stat().st_size > 0
+    # thread dumps through the container's attach socket; an event loop waits on no lock of its own
+    assert row["dump_samples"] >= 2 and row["dump_app_lock_waiting"] == 0
+
+
+def test_a_semaphore_in_application_code_shows_as_threads_waiting_on_it(results_dir):
+    # 64 connections to /redis: behind 2 permits, nearly every request in flight waits for one; without
+    # them, none does. Redis sees one command per request either way, and virtual threads park unseen by
+    # Flight Recorder, so only the thread dumps can tell the two apart.
+    r = bench("run", *PORTS, "-f", "fixture:ok,fixture:redis-semaphore-2", "-s", "redis", "-c", "64", "-d", "3s",
+              "--warmup", "1s", "--warmup-max", "1s", "--jfr", "--results-dir", str(results_dir))
+    assert r.returncode == 0, r.stdout + r.stderr
+    df = results.load(root=results_dir)
+    rows = df.set_index("variant")
+    limited, free = rows.loc["redis-semaphore-2"], rows.loc["ok"]
+    assert pd.isna(limited["jfr_error"]) and pd.isna(free["jfr_error"]), (limited["jfr_error"], free["jfr_error"])
+    assert 0.9 <= limited["redis_commands_per_request"] <= 1.1 and 0.9 <= free["redis_commands_per_request"] <= 1.1
+    assert limited["dump_samples"] >= 2 and limited["dump_app_lock_waiting"] >= 20, limited["dump_app_lock_site"]
+    assert limited["dump_app_lock_site"].startswith("Fixture$Redis.mget(Fixture.java:") and "Semaphore" in \
+        limited["dump_app_lock_site"]
+    assert free["dump_samples"] >= 2 and free["dump_app_lock_waiting"] < 1
+    # the report's "why" table carries it beside the other evidence
+    why = jfr_report.why_table(df, "redis").set_index("target")
+    assert why.loc["fixture:redis-semaphore-2", "waiting on app locks"].split(":")[0].replace(",", "") \
+        == f"{limited['dump_app_lock_waiting']:,.1f}".replace(",", "")
+    assert "Semaphore" in why.loc["fixture:redis-semaphore-2", "waiting on app locks"]
 
 
 def test_a_pools_idle_workers_are_not_parked_and_allocation_is_read_around_the_window(results_dir):
