@@ -118,7 +118,7 @@ class CellRecorder:
     def __init__(self, jdk_home: Path, pid: int | None, folder: Path, run_dir: Path, cpus: str, on: bool):
         self.jdk_home, self.pid, self.folder, self.run_dir, self.cpus, self.on = jdk_home, pid, folder, run_dir, cpus, on
         self.failures: dict[str, str] = {}
-        self.dumps: dict[str, thread_dumps.Sampler] = {}
+        self.dumps: dict[str, thread_dumps.ThreadDumps] = {}
 
     @contextmanager
     def load(self, name: str):
@@ -141,7 +141,7 @@ class CellRecorder:
         # The JVM writes the file in its own file system (a container's /tmp), and it is taken from
         # there through /proc/<pid>/root, which for a local process is this one's.
         inside = f"/tmp/bench-jfr-{os.getpid()}-{name}.jfr"
-        dumps = self.dumps[name] = thread_dumps.Sampler(self.pid, self.folder / f"{name}-threads.jsonl").start()
+        dumps = self.dumps[name] = thread_dumps.ThreadDumps(self.pid, self.folder / f"{name}-threads.jsonl").start()
         try:
             yield
         finally:

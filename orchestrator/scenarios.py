@@ -113,9 +113,8 @@ NEW_ITEM = {"name": "bench-write", "price": 1.5}
 _JSON_BODY = {"Content-Type": "application/json"}
 
 
-
 def _rejects(path: str, name: str, above_max: str) -> tuple[str, ...]:
-    """A sign, a decimal point, another script's digit (Arabic-Indic five), and one above the maximum."""
+    """A plus sign, a minus, a decimal point, another script's digit (Arabic-Indic five), and one above the maximum."""
     return tuple(f"{path}?{name}={v}" for v in ("%2B5", "-1", "5.0", "%D9%A5", above_max))
 
 

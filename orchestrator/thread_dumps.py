@@ -154,7 +154,7 @@ def columns(summaries: list[dict], window: tuple[float, float]) -> dict:
             "dump_app_lock_waiting": waiting / len(inside), "dump_app_lock_site": top}
 
 
-class Sampler:
+class ThreadDumps:
     """Thread dumps of one JVM every INTERVAL_S while it is running (between start and stop), each
     summarised and appended to `log` (JSON lines). A dump that fails ends the sampling; `error` says why."""
 
@@ -165,7 +165,7 @@ class Sampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"thread-dumps-{pid}", daemon=True)
 
-    def start(self) -> Sampler:
+    def start(self) -> ThreadDumps:
         self._thread.start()
         return self
 
