@@ -13,9 +13,9 @@ below the JDK's own is the application's (package `bench`, or the test fixture).
 
 The dumps are asked for over HotSpot's attach socket from this process (the protocol jcmd speaks),
 not by starting jcmd, whose JVM would take a fraction of a second of the load generator's CPU each
-time. They are taken every INTERVAL_S (less often where a dump takes long: DUTY_FACTOR) while a recorded load runs, summarised at once (the summaries
-are kept in the run's jfr folder as JSON lines) and deleted; each window gets the mean over the dumps
-taken inside it.
+time. They are taken every INTERVAL_S (less often where a dump costs more: DUTY_FACTOR) while a
+recorded load runs, summarised at once (the summaries are kept in the run's jfr folder as JSON lines)
+and deleted; each window gets the mean over the dumps taken inside it.
 """
 from __future__ import annotations
 
