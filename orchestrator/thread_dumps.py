@@ -14,8 +14,8 @@ below the JDK's own is the application's (package `bench`, or the test fixture).
 The dumps are asked for over HotSpot's attach socket from this process (the protocol jcmd speaks),
 not by starting jcmd, whose JVM would take a fraction of a second of the load generator's CPU each
 time. They are taken every INTERVAL_S (less often where a dump costs more: DUTY_FACTOR) while a
-recorded load runs, summarised at once (the summaries are kept in the run's jfr folder as JSON lines)
-and deleted; each window gets the mean over the dumps taken inside it.
+recorded load runs and summarised after it (the summaries are kept in the run's jfr folder as JSON
+lines); each window gets the mean over the dumps taken inside it.
 """
 from __future__ import annotations
 
@@ -155,13 +155,16 @@ def columns(summaries: list[dict], window: tuple[float, float]) -> dict:
 
 
 class ThreadDumps:
-    """Thread dumps of one JVM every INTERVAL_S while it is running (between start and stop), each
-    summarised and appended to `log` (JSON lines). A dump that fails ends the sampling; `error` says why."""
+    """Thread dumps of one JVM every INTERVAL_S while it is running (between start and stop). Each is only
+    read during the load; stop() parses and summarises them, so that the JSON of thousands of threads is
+    not parsed on the load generator's CPU while it drives the window, and appends the summaries to `log`
+    (JSON lines). A dump that fails ends the sampling; `error` says why."""
 
     def __init__(self, pid: int, log: Path):
         self.pid, self.log = pid, log
         self.summaries: list[dict] = []
         self.error: str | None = None
+        self._taken: list[tuple[float, float, str]] = []   # (when, the JVM's CPU seconds, the dump's JSON)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"thread-dumps-{pid}", daemon=True)
 
@@ -172,6 +175,16 @@ class ThreadDumps:
     def stop(self) -> list[dict]:
         self._stop.set()
         self._thread.join(timeout=60)
+        with open(self.log, "a") as log:
+            for taken_at, cpu_s, text in self._taken:
+                try:
+                    s = summary(json.loads(text), taken_at, cpu_s)
+                except (ValueError, KeyError) as e:
+                    self.error = f"thread dump: {e}"
+                    break
+                self.summaries.append(s)
+                log.write(json.dumps(s) + "\n")
+        self._taken.clear()
         return self.summaries
 
     def _loop(self) -> None:
@@ -181,21 +194,18 @@ class ThreadDumps:
         # The first dump starts at once and does not set the pace: it loads the JVM's dump code, which
         # makes it several times dearer than the next ones, and it is taken before the window opens.
         pause = 0.0
-        with open(self.log, "a") as log:
-            while not self._stop.wait(pause):
-                taken_at = time.time()
-                try:
-                    outside.unlink(missing_ok=True)
-                    _attach_socket(self.pid)   # started before its thread's CPU time is read
-                    before = _listener_cpu_s(self.pid)
-                    jcmd(self.pid, f"Thread.dump_to_file -format=json -overwrite {inside}")
-                    cpu_s = _listener_cpu_s(self.pid) - before
-                    pause = max(INTERVAL_S, DUTY_FACTOR * cpu_s) if self.summaries else INTERVAL_S
-                    s = summary(json.loads(outside.read_text()), taken_at, cpu_s)
-                except (AttachFailed, OSError, ValueError, KeyError) as e:
-                    self.error = f"thread dump: {e}"
-                    return
-                finally:
-                    outside.unlink(missing_ok=True)
-                self.summaries.append(s)
-                log.write(json.dumps(s) + "\n")
+        while not self._stop.wait(pause):
+            taken_at = time.time()
+            try:
+                outside.unlink(missing_ok=True)
+                _attach_socket(self.pid)   # started before its thread's CPU time is read
+                before = _listener_cpu_s(self.pid)
+                jcmd(self.pid, f"Thread.dump_to_file -format=json -overwrite {inside}")
+                cpu_s = _listener_cpu_s(self.pid) - before
+                pause = max(INTERVAL_S, DUTY_FACTOR * cpu_s) if self._taken else INTERVAL_S
+                self._taken.append((taken_at, cpu_s, outside.read_text()))
+            except (AttachFailed, OSError) as e:
+                self.error = f"thread dump: {e}"
+                return
+            finally:
+                outside.unlink(missing_ok=True)
