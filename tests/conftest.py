@@ -37,7 +37,7 @@ def bench(*args: str, frameworks: Path | None = FIXTURES, timeout: float = 900, 
 
 def owned_by(pid: int) -> list[psutil.Process]:
     """Processes that bench process `pid` started (the orchestrator's own notion, as `bench clean` uses)."""
-    from orchestrator.cleanup import owned_by as owned
+    from orchestrator.infra.cleanup import owned_by as owned
     return owned(pid)
 
 

@@ -10,8 +10,8 @@ import psutil
 import pytest
 
 from conftest import bench, owned, start_bench, wait_for
-from orchestrator import calibrate
-from orchestrator.checks import near_ceiling
+from orchestrator.measure import calibrate
+from orchestrator.measure.checks import near_ceiling
 
 pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
 

@@ -6,12 +6,14 @@ import pandas as pd
 import pytest
 
 from conftest import PORTS, bench
-from orchestrator import calibrate, capacity_report, checks, results
-from orchestrator.capacity import FAIL, LIMIT, PASS, Objective, Search, Verdict, judge, parse_slo, vus_for
+from orchestrator.measure import calibrate, checks
+from orchestrator.report import capacity as capacity_report
+from orchestrator.results import store as results
+from orchestrator.measure.capacity import FAIL, LIMIT, PASS, Objective, Search, Verdict, judge, parse_slo, vus_for
 from orchestrator.drivers import LoadResult
 from orchestrator.errors import UsageError
-from orchestrator.hostinfo import host_info
-from orchestrator.scenarios import SCENARIOS
+from orchestrator.infra.hostinfo import host_info
+from orchestrator.config.scenarios import SCENARIOS
 
 
 def search_against(capacity: float, **kw) -> Search:
@@ -143,7 +145,8 @@ def test_a_fixed_pool_of_16_threads_sleeping_100_ms_has_a_capacity_of_160_per_se
 def test_a_search_that_passed_no_probe_prints_its_capacity_row_without_figures():
     # run 20261125-151746 of a .ci/run rehearsal: every probe of ktor db-read failed, so its capacity row had no
     # window's figures, and printing the run's table crashed on NaN after every cell was measured
-    from orchestrator import analysis, cli, results
+    from orchestrator.results import analysis, store as results
+    from orchestrator.cli import app as cli
     df = results.load(analysis.sample_run()).head(1).copy()
     nothing = ["rps", "latency_p50_ms", "latency_p99_ms", "errors_connect", "errors_status", "server_cpu_pct",
                "server_peak_rss_mb", "server_peak_threads", "gc_time_ms"]

@@ -3,8 +3,9 @@ preset's claim that names no measured cell, or unknown evidence, is one clear er
 import pandas as pd
 import pytest
 
-from orchestrator import claims, presets
-from orchestrator.catalog import discover
+from orchestrator.results import claims
+from orchestrator.config import presets
+from orchestrator.config.catalog import discover
 from orchestrator.errors import ManifestError
 
 CLAIM = {"claim": "The 200 workers queue the sleeps.", "target": "spring-mvc:platform", "scenario": "sleep",

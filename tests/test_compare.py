@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from conftest import PORTS, bench, bench_env
-from orchestrator import analysis, compare, judge
+from orchestrator.results import analysis, compare, judge
 
 
 def rows(run_id: str, rps_values, target="a:x", scenario="json", concurrency=256, status="ok", flags=""):

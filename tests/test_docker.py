@@ -17,12 +17,12 @@ import pandas as pd
 from rich.console import Console
 import pytest
 
-from orchestrator.environment import Environment
-from orchestrator.plan import Settings
-from orchestrator.catalog import discover, resolve
-from orchestrator.docker_engine import LABEL_OWNER, client
-from orchestrator.procs import in_netns, spawn, stop_pid
-from orchestrator.topology import LOCAL, Network, Topology
+from orchestrator.targets.environment import Environment
+from orchestrator.config.plan import Settings
+from orchestrator.config.catalog import discover, resolve
+from orchestrator.infra.docker_engine import LABEL_OWNER, client
+from orchestrator.infra.procs import in_netns, spawn, stop_pid
+from orchestrator.config.topology import LOCAL, Network, Topology
 
 from conftest import FIXTURES, PORTS, ROOT, bench, bench_env, wait_for
 

@@ -11,7 +11,7 @@ import pandas as pd
 import psutil
 import pytest
 
-from orchestrator import results
+from orchestrator.results import store as results
 
 from conftest import PORTS, bench, owned, owned_by, start_bench, wait_for
 
@@ -139,13 +139,13 @@ def test_every_listener_of_a_run_is_on_loopback(results_dir):
     run_and_interfere(results_dir, ["-f", "fixture:ok", "-s", "json", *FAST], interfere)
     names = {n for n, _ in seen}
     assert {"java", "redis-server", "mariadbd"} <= names, seen
-    from orchestrator.procs import is_loopback
+    from orchestrator.infra.procs import is_loopback
     assert seen and all(is_loopback(ip) for _, ip in seen), seen
 
 
 def test_credentials_never_reach_the_run_folder(results_dir):
     import json
-    from orchestrator.infra import STATE_FILE
+    from orchestrator.infra.backends import STATE_FILE
     up = bench("infra", "up", "--redis-port", "29379", "--db-port", "29306")
     assert up.returncode == 0, up.stdout + up.stderr
     try:

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from orchestrator.catalog import discover
+from orchestrator.config.catalog import discover
 
 from conftest import PORTS, ROOT, bench
 
@@ -59,7 +59,7 @@ def test_every_variant_declares_its_thread_model():
 
 
 def test_every_target_declares_its_limits_for_the_parity_table():
-    from orchestrator.catalog import PARITY_FIELDS
+    from orchestrator.config.catalog import PARITY_FIELDS
     for fw in discover().values():
         for v in fw.variants.values():
             declared = {**fw.parity, **v.parity}

@@ -8,7 +8,7 @@ import pymysql
 import pytest
 import redis
 
-from orchestrator import infra
+from orchestrator.infra import backends as infra
 
 pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
 
@@ -90,7 +90,7 @@ def test_the_probe_reads_a_statement_running_and_a_client_connected(running):
     import threading
     import time
 
-    from orchestrator.evidence import Probe
+    from orchestrator.measure.evidence import Probe
     probe = Probe(running, server_pid=None)
     idle = probe.read()
     env = running.env()

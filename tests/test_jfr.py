@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from conftest import PORTS, bench
-from orchestrator import jfr_report, results
+from orchestrator.report import why as jfr_report
+from orchestrator.results import store as results
 
 pytestmark = pytest.mark.slow
 

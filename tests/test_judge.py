@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from orchestrator import analysis, compare, judge, results
+from orchestrator.results import analysis, compare, judge, store as results
 
 TRIALS = 400
 REPEATS = (2, 3, 5)
@@ -133,9 +133,10 @@ def test_a_floor_widens_a_cell_of_two_repeats_and_never_narrows_it():
 
 def test_bench_run_tells_what_the_plan_s_repeats_can_judge_before_it_measures(tmp_path):
     from conftest import FIXTURES
-    from orchestrator import cli, profiles
-    from orchestrator.catalog import discover
-    from orchestrator.plan import Plan
+    from orchestrator.cli import app as cli
+    from orchestrator.config import profiles
+    from orchestrator.config.catalog import discover
+    from orchestrator.config.plan import Plan
     catalog = discover(FIXTURES)
     plan = Plan(matrix={"fixture:ok": ["json"], "fixture:pool-16": ["json"]},
                 profile=profiles.load("throughput").with_overrides(concurrency=(64, 256), repeat=3))

@@ -20,11 +20,11 @@ import psutil
 import pytest
 
 from orchestrator import drivers
-from orchestrator.checks import cell_flags
+from orchestrator.measure.checks import cell_flags
 from orchestrator.drivers import LoadSpec
 from orchestrator.drivers.locust import free_port, split
-from orchestrator.profiles import Ramp
-from orchestrator.scenarios import Scenario
+from orchestrator.config.profiles import Ramp
+from orchestrator.config.scenarios import Scenario
 
 from conftest import ROOT
 
@@ -285,8 +285,8 @@ def test_eight_workers_at_sixty_percent_are_not_a_saturated_generator(tmp_path):
     # one Locust process was calibrated to 1,000 req/s here: eight of them at 3,000 are far from theirs
     flags = cell_flags(16, step, loadgen_cpus=1, closed_loop=False, ceiling=1000.0)
     assert "loadgen-saturated" not in flags and "near-generator-ceiling" not in flags, flags
-    from orchestrator import rows
-    from orchestrator.sampling import ServerSample
+    from orchestrator.measure import rows
+    from orchestrator.measure.sampling import ServerSample
     row = rows.measured({"concurrency": 8}, step, ServerSample(cpu_s=1.0, wall_s=5.0), flags)
     assert row["loadgen_cpu_pct"] == pytest.approx(60)   # the busiest process, as the README says
     # eight workers on this machine's one load CPU share it: one core's worth of senders
@@ -299,7 +299,7 @@ def test_a_worker_that_fails_once_at_a_cell_boundary_is_started_again(tmp_path, 
     # CI: a worker restarted as one cell's master quit printed "No User class found!" and exited 1;
     # the agent stopped at once and the next cell's master waited 120 s for workers. A real
     # executable in locust's place fails every start: the agent gives up only after FAILED_STARTS.
-    from orchestrator import locust_worker
+    from orchestrator.drivers import locust_worker
     from orchestrator.errors import BenchError
     calls = tmp_path / "calls"
     fake = tmp_path / "bin" / "locust"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.catalog import discover, load_manifest, select
+from orchestrator.config.catalog import discover, load_manifest, select
 from orchestrator.errors import ManifestError, UsageError
 
 from conftest import bench

@@ -14,8 +14,8 @@ import pytest
 
 from conftest import FIXTURES, bench, start_bench
 from orchestrator import drivers
-from orchestrator.jdk import find_jdk
-from orchestrator.scenarios import Scenario
+from orchestrator.targets.jdk import find_jdk
+from orchestrator.config.scenarios import Scenario
 
 pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
 
@@ -35,7 +35,7 @@ def fixture_server(tmp_path_factory):
     proc = subprocess.Popen(["taskset", "-c", "1", jdk.java, "-XX:ActiveProcessorCount=1", "-cp", str(classes),
                              "Fixture"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
-        from orchestrator.httpclient import request
+        from orchestrator.infra.httpclient import request
         deadline = time.monotonic() + 30
         while True:
             try:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from conftest import PORTS, bench
-from orchestrator import analysis, judge, noise, results
+from orchestrator.results import analysis, judge, noise, store as results
 
 HOST = {"hostname": "vm", "cpu_model": "AMD EPYC", "cores": 2}
 

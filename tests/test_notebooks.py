@@ -6,7 +6,7 @@ import pytest
 from nbclient import NotebookClient
 
 from conftest import ROOT
-from orchestrator import analysis
+from orchestrator.results import analysis
 
 pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators, a Jupyter kernel
 

@@ -8,9 +8,9 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
-from orchestrator import parity
-from orchestrator.catalog import PARITY_FIELDS, discover, select
-from orchestrator.plan import Settings, pool_env
+from orchestrator.targets import parity
+from orchestrator.config.catalog import PARITY_FIELDS, discover, select
+from orchestrator.config.plan import Settings, pool_env
 
 from conftest import bench, bench_env
 
@@ -92,7 +92,7 @@ def test_a_pool_size_out_of_range_is_a_usage_error():
 
 def test_a_target_that_declares_nothing_reads_undeclared_and_the_report_warns():
     # issue 31: a framework.toml without [parity] showed blank cells, with no warning
-    from orchestrator import report
+    from orchestrator.report import run_report as report
     entries = {"x:a": {"server": "Tomcat", "declared": {f: "stated" for f in PARITY_FIELDS}},
                "stranger:b": {"server": "Netty", "declared": {"backlog": "128"}}}
     t = parity.table(entries).set_index("target")

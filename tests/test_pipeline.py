@@ -11,7 +11,7 @@ import pandas as pd
 import psutil
 import pytest
 
-from orchestrator import results
+from orchestrator.results import store as results
 
 from conftest import FIXTURES, PORTS, ROOT, bench, owned_by
 

@@ -12,17 +12,18 @@ import pytest
 from rich.console import Console
 
 from conftest import FIXTURES
-from orchestrator import profiles, rows
-from orchestrator.catalog import discover, resolve
-from orchestrator.console import ConsoleView
+from orchestrator.config import profiles
+from orchestrator.measure import rows
+from orchestrator.config.catalog import discover, resolve
+from orchestrator.measure.console import ConsoleView
 from orchestrator.drivers import LoadResult
 from orchestrator.errors import UsageError
-from orchestrator.events import Events
-from orchestrator.plan import Plan, Settings
-from orchestrator.results import MEASUREMENTS, RunStore
-from orchestrator.runner import Run
-from orchestrator.sampling import ServerSample
-from orchestrator.schema import CELL_KEY, COLUMNS, LATENCY_STATS, latency_column
+from orchestrator.measure.events import Events
+from orchestrator.config.plan import Plan, Settings
+from orchestrator.results.store import MEASUREMENTS, RunStore
+from orchestrator.measure.runner import Run
+from orchestrator.measure.sampling import ServerSample
+from orchestrator.results.schema import CELL_KEY, COLUMNS, LATENCY_STATS, latency_column
 
 
 @pytest.fixture

@@ -7,8 +7,10 @@ import subprocess
 import pytest
 
 from conftest import PORTS, ROOT, bench
-from orchestrator import calibrate, presets, results
-from orchestrator.catalog import discover
+from orchestrator.measure import calibrate
+from orchestrator.config import presets
+from orchestrator.results import store as results
+from orchestrator.config.catalog import discover
 
 pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
 

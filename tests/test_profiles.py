@@ -7,8 +7,9 @@ import json
 import pytest
 
 from conftest import PORTS, bench
-from orchestrator import claims, presets, profiles, results
-from orchestrator.catalog import discover
+from orchestrator.results import claims, store as results
+from orchestrator.config import presets, profiles
+from orchestrator.config.catalog import discover
 from orchestrator.errors import ManifestError, UsageError
 
 
@@ -125,7 +126,7 @@ def test_h2load_says_when_it_cannot_read_a_status_line(tmp_path):
     import socket
     import threading
     from orchestrator.drivers import DriverFailed, LoadSpec, get
-    from orchestrator.scenarios import SCENARIOS
+    from orchestrator.config.scenarios import SCENARIOS
     server = socket.create_server(("127.0.0.1", 0))
 
     def serve():
@@ -244,7 +245,7 @@ def test_a_missing_load_generator_says_how_to_install_it(results_dir, tmp_path, 
 
 def test_options_left_out_take_the_presets_settings_and_cpus_go_as_a_pair():
     from orchestrator import REPO_ROOT
-    from orchestrator.cli import _settings
+    from orchestrator.cli.app import _settings
     redis = presets.load("redis-frameworks", discover(REPO_ROOT / "frameworks"))
     redis_cpus = redis.cpus()
     taken = _settings(None, None, None, 8080, 16379, 13306, preset=redis)

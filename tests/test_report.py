@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from conftest import bench
-from orchestrator import analysis, judge, noise, report, results
+from orchestrator.results import analysis, judge, noise, store as results
+from orchestrator.report import run_report as report
 
 # Everything that would reach the network or a profile is off: the report must work alone.
 CHROMIUM = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -7,7 +7,7 @@ import warnings
 import pandas as pd
 import pytest
 
-from orchestrator import results
+from orchestrator.results import store as results
 
 
 def row(**kw):

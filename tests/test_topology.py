@@ -14,14 +14,14 @@ import psutil
 import pytest
 
 from conftest import PORTS, ROOT, bench, owned, start_bench, wait_for
-from orchestrator import results
-from orchestrator.catalog import discover, resolve
-from orchestrator.network_report import describe
-from orchestrator.plan import Plan, Settings
-from orchestrator.profiles import load as load_profile
-from orchestrator.runtimes.process import ProcessServer
-from orchestrator.sampling import settle
-from orchestrator.topology import Link, Network, Shape, Topology, load, parse
+from orchestrator.results import store as results
+from orchestrator.config.catalog import discover, resolve
+from orchestrator.report.network import describe
+from orchestrator.config.plan import Plan, Settings
+from orchestrator.config.profiles import load as load_profile
+from orchestrator.targets.runtimes.process import ProcessServer
+from orchestrator.measure.sampling import settle
+from orchestrator.config.topology import Link, Network, Shape, Topology, load, parse
 
 
 def network_traces(owner: int) -> list[str]:
@@ -139,7 +139,7 @@ def test_a_killed_owner_leaves_namespaces_that_bench_clean_removes(tmp_path):
     script = textwrap.dedent(f"""
         import os, sys, time
         sys.path.insert(0, {str(ROOT)!r})
-        from orchestrator.topology import Network, load
+        from orchestrator.config.topology import Network, load
         net = Network(load("far-database"), os.getpid(), cpus="0")
         net.up()
         print("up", flush=True)
@@ -223,7 +223,7 @@ def test_workers_on_a_host_of_their_own_need_a_ramp_with_workers():
 
 def test_the_report_reads_levels_against_the_pool_bound_and_names_only_real_overtakes():
     import pandas as pd
-    from orchestrator import network_report
+    from orchestrator.report import network as network_report
     near, far = "app-db rtt 0 ms", "app-db rtt 20 ms"
     meta = {"plan": {"settings": {"db_pool_size": 16, "topology": None}}}
 

@@ -6,17 +6,17 @@ import math
 import numpy as np
 import pytest
 
-from orchestrator import options
-from orchestrator.checks import cell_flags, littles_law_holds, littles_law_ratio
+from orchestrator.config import options
+from orchestrator.measure.checks import cell_flags, littles_law_holds, littles_law_ratio
 from orchestrator.drivers.base import LoadResult
 from orchestrator.drivers import k6
 from orchestrator.drivers.k6 import burst_figures
 from orchestrator.drivers.wrk import lua_string, parse_summary
 from orchestrator.errors import UsageError
-from orchestrator.evidence import Evidence
-from orchestrator.jvm import cpu_count
-from orchestrator.scenarios import SCENARIOS
-from orchestrator.scenarios import same_json
+from orchestrator.measure.evidence import Evidence
+from orchestrator.targets.jvm import cpu_count
+from orchestrator.config.scenarios import SCENARIOS
+from orchestrator.config.scenarios import same_json
 
 WRK_DOC = {"requests": 123456, "duration_us": 10_000_000, "bytes": 9_876_543, "connect": 0, "read": 2,
            "write": 0, "timeout": 1, "status": 5, "min": 80, "max": 45_000, "mean": 2_070.5, "stdev": 900.25,
@@ -164,12 +164,12 @@ def test_json_comparison_treats_numbers_as_numbers():
 
 
 def _windows(*rps, jit=0.0, littles=True):
-    from orchestrator.warmup import Window
+    from orchestrator.measure.warmup import Window
     return [Window(rps=r, littles_ok=littles, jit_s=jit, duration_s=5.0) for r in rps]
 
 
 def test_warm_up_is_steady_on_four_windows_that_no_longer_climb_with_a_quiet_jit():
-    from orchestrator.warmup import steady
+    from orchestrator.measure.warmup import steady
     assert steady(_windows(900, 1000, 1010, 1000, 990))
     assert not steady(_windows(1000, 1010, 1000))                  # three windows are not enough
     # a warmed-up JVM's windows scatter (measured here: 16.4k, 18.4k, 18.1k, 16.1k): noise, not a climb
@@ -178,7 +178,7 @@ def test_warm_up_is_steady_on_four_windows_that_no_longer_climb_with_a_quiet_jit
 
 
 def test_a_slow_climb_is_not_steady_though_each_pair_agrees_within_5_percent():
-    from orchestrator.warmup import steady
+    from orchestrator.measure.warmup import steady
     # +4 % a window: a two-window rule within 5 % called this steady
     assert not steady(_windows(1000, 1040, 1082, 1125))
     # a JIT at work, measured: Spring WebFlux on redis, 128 MB heap
@@ -186,14 +186,14 @@ def test_a_slow_climb_is_not_steady_though_each_pair_agrees_within_5_percent():
 
 
 def test_a_jvm_still_compiling_is_not_steady():
-    from orchestrator.warmup import steady
+    from orchestrator.measure.warmup import steady
     assert not steady(_windows(1000, 1000, 1000, 1000, jit=0.5))        # 10 % of the window compiling
     # connections that wait to be accepted are the server's design, not a warm-up: the cell's own check shows them
     assert steady(_windows(1000, 1000, 1000, 1000, littles=False))
 
 
 def test_an_open_model_warm_up_is_steady_when_its_latency_no_longer_falls():
-    from orchestrator.warmup import Window, steady
+    from orchestrator.measure.warmup import Window, steady
 
     def at_rate(*p50_ms):   # k6 kept its 500/s in every window: rps is the rate whatever the JVM does
         return [Window(rps=500.0, littles_ok=True, jit_s=0.0, duration_s=3.0, latency_p50_ms=p) for p in p50_ms]
@@ -203,7 +203,7 @@ def test_an_open_model_warm_up_is_steady_when_its_latency_no_longer_falls():
 
 
 def test_the_measured_window_is_cut_out_of_the_polls():
-    from orchestrator.sampling import Point, Sampler
+    from orchestrator.measure.sampling import Point, Sampler
     s = Sampler.__new__(Sampler)
     s.collector, s.probe = "Serial", None
     # CPU grows 0.5 s per s; GC count steps once; CPU 0 busy 50 of 100 ticks per s
@@ -216,8 +216,8 @@ def test_the_measured_window_is_cut_out_of_the_polls():
 
 
 def test_backend_evidence_is_cut_out_of_the_polls_and_checked_against_the_contract():
-    from orchestrator.evidence import Reading, off_contract
-    from orchestrator.sampling import Point, Sampler
+    from orchestrator.measure.evidence import Reading, off_contract
+    from orchestrator.measure.sampling import Point, Sampler
     s = Sampler.__new__(Sampler)
     s.collector, s.probe = "Serial", object()
     # 1,000 MGETs and 2,000 SELECTs per s; 3 clients, then 9 at t=5; one listen overflow at t=6
@@ -242,8 +242,8 @@ def test_backend_evidence_is_cut_out_of_the_polls_and_checked_against_the_contra
 
 
 def test_the_whole_load_s_backend_work_is_counted_exactly_not_interpolated_across_its_edges():
-    from orchestrator.evidence import Reading
-    from orchestrator.sampling import Point, Sampler
+    from orchestrator.measure.evidence import Reading
+    from orchestrator.measure.sampling import Point, Sampler
     s = Sampler.__new__(Sampler)
     s.collector, s.probe = "Serial", object()
     # 1,000 MGETs per s from t=0.1 to t=3.1 only; polls every 0.25 s from before the start to after the end
@@ -257,8 +257,8 @@ def test_the_whole_load_s_backend_work_is_counted_exactly_not_interpolated_acros
 
 
 def test_the_seed_file_seeds_the_rows_the_scenarios_expect():
-    from orchestrator.infra import seed_statements
-    from orchestrator.scenarios import SEED_ROWS
+    from orchestrator.infra.backends import seed_statements
+    from orchestrator.config.scenarios import SEED_ROWS
     statements = seed_statements()
     assert statements[0] == "CREATE DATABASE IF NOT EXISTS bench"
     assert any(f"FROM seq_1_to_{SEED_ROWS}" in st for st in statements)
@@ -268,7 +268,7 @@ def test_the_seed_file_seeds_the_rows_the_scenarios_expect():
 def test_the_accept_queue_is_the_connections_the_server_has_not_taken():
     import os
     import socket
-    from orchestrator.evidence import accept_queue
+    from orchestrator.measure.evidence import accept_queue
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
@@ -294,7 +294,7 @@ def test_nearest_rank_percentiles_land_on_their_rank_when_n_is_a_multiple_of_100
 
 def test_a_busy_process_is_named_but_not_one_the_run_started_itself():
     import os, signal, subprocess, sys
-    from orchestrator.checks import BusyProcesses
+    from orchestrator.measure.checks import BusyProcesses
     spin = f"{sys.executable} -c 'while True: pass'"
     # not a child of this process (the shell that started it is gone): somebody else's busy process
     other = int(subprocess.run(["sh", "-c", f"{spin} >/dev/null 2>&1 & echo $!"], capture_output=True,
@@ -347,7 +347,7 @@ CRASH = """#
     (CRASH, "# A fatal error has been detected by the Java Runtime Environment:"),
     ("INFO: started in 1.2 s\nINFO: ErrorHandler registered\n", "")])
 def test_a_failed_targets_reason_leads_with_the_cause_its_log_names(tmp_path, log, cause):
-    from orchestrator.procs import server_failure
+    from orchestrator.infra.procs import server_failure
     path = tmp_path / "server.log"
     path.write_text(log)
     first = server_failure("target exited with 1 during the cell", path).splitlines()[0]
@@ -355,7 +355,7 @@ def test_a_failed_targets_reason_leads_with_the_cause_its_log_names(tmp_path, lo
 
 
 def test_a_tool_is_asked_its_version_once_until_it_changes(tmp_path, monkeypatch):
-    from orchestrator import hostinfo
+    from orchestrator.infra import hostinfo
     monkeypatch.setattr(hostinfo, "VERSIONS_FILE", tmp_path / "versions.json")
     calls, tool = tmp_path / "calls", tmp_path / "wrk"
     tool.write_text(f"#!/bin/sh\necho x >> {calls}\necho 'wrk 4.2.0 [epoll]'\necho second line\n")

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import importlib
 
-from ..errors import UsageError
-from .base import Driver, DriverFailed, LoadResult, LoadSpec
+from orchestrator.errors import UsageError
+from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec
 
 # The one place a driver is registered: name -> (module:class, the profile kinds it can run). A kind's
 # default driver is the first listed here that runs it. Modules are imported on use, so that a

@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import lazy
-from ..scenarios import Scenario
-from ..schema import PERCENTILES
+from orchestrator import lazy
+from orchestrator.config.scenarios import Scenario
+from orchestrator.results.schema import PERCENTILES
 
 np = lazy.module("numpy")
 
 if TYPE_CHECKING:   # profiles asks the driver registry which kinds exist: no import back at run time
-    from ..profiles import Ramp
+    from orchestrator.config.profiles import Ramp
 
 
 
@@ -141,7 +141,7 @@ class Driver(abc.ABC):
 
     def executable(self) -> str:
         """The generator's path; MissingTool with the install line when it is absent."""
-        from ..procs import require_tool
+        from orchestrator.infra.procs import require_tool
         return require_tool(self.name, self.install)
 
     def files(self, spec: LoadSpec, *suffixes: str) -> list[Path]:
@@ -183,7 +183,7 @@ def run_generators(argvs: list[list[str]], log_paths: list[Path], deadline_s: fl
     while the generators run. Past the deadline, or on any exception, all of them are killed. netns: a
     network namespace per process (None: this machine's own).
     """
-    from ..procs import spawn
+    from orchestrator.infra.procs import spawn
     started = time.monotonic()
     procs = [spawn(argv, log_path=log, cpus=cpus, env=None if env is None else {**os.environ, **env}, netns=ns)
              for argv, log, ns in zip(argvs, log_paths, netns or [None] * len(argvs))]

@@ -10,10 +10,10 @@ import re
 import time
 from pathlib import Path
 
-from .. import lazy
-from ..jvm import cpu_count
-from ..procs import log_tail
-from .base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generator
+from orchestrator import lazy
+from orchestrator.targets.jvm import cpu_count
+from orchestrator.infra.procs import log_tail
+from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generator
 
 np = lazy.module("numpy")
 

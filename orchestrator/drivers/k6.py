@@ -22,9 +22,9 @@ from pathlib import Path
 
 import psutil
 
-from ..procs import log_tail
-from ..schema import PERCENTILES
-from .base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generator
+from orchestrator.infra.procs import log_tail
+from orchestrator.results.schema import PERCENTILES
+from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generator
 
 VERSION = "v1.8.1"
 INSTALL = f"python3 -m orchestrator list` (it builds k6 into .venv/bin) or `go install go.k6.io/k6@{VERSION}"

@@ -17,10 +17,10 @@ import socket
 from collections import defaultdict
 from pathlib import Path
 
-from ..jvm import cpu_count
-from ..procs import log_tail
-from ..schema import LOADGEN_SATURATED
-from .base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generators
+from orchestrator.targets.jvm import cpu_count
+from orchestrator.infra.procs import log_tail
+from orchestrator.results.schema import LOADGEN_SATURATED
+from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generators
 
 INSTALL = "python3 -m orchestrator list` (it installs Locust into .venv) or `pip install locust==2.47.0"
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")

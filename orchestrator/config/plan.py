@@ -1,0 +1,140 @@
+"""What a run measures: the targets with their scenarios, the load profile, and the settings that
+are the same for every target (CPUs, heap, ports, pool limits). run.json stores the plan, so that
+`bench run --resume` measures exactly the cells that are missing."""
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass, field, fields
+
+from orchestrator.config.catalog import Target, resolve
+from orchestrator.errors import BenchError
+from orchestrator.config.profiles import Profile
+from orchestrator.config.scenarios import SCENARIOS
+from orchestrator.config.topology import Topology
+
+
+@dataclass
+class Settings:
+    """How targets are started and loaded; the same for every target of a run."""
+    server_cpus: str = "1"
+    loadgen_cpus: str = "0"
+    heap: str = "512m"
+    port: int = 8080
+    redis_port: int = 16379
+    db_port: int = 13306
+    # CONTRACT.md's limits on work in flight, the same for every target unless a variant's env says otherwise
+    db_pool_size: int = 16
+    redis_pool_size: int = 16
+    runtime: str = "process"
+    memory: str = "1g"                 # docker runtime: the container's limit (swap included)
+    offline: bool = False              # docker runtime: never try to pull base images
+    start_timeout_s: float = 120.0
+    request_timeout_s: float = 30.0
+    # A fresh JVM for each scenario, not one per target: no scenario inherits the heap, threads, JIT
+    # state or peak RSS of the ones before it (on in presets whose tables crown RSS or threads).
+    fresh_jvm_per_scenario: bool = False
+    # A Flight Recorder file of each measured window, read into the rows' jfr_* columns
+    # (flight_recorder.py): on in presets, whose reports explain their verdicts with it
+    jfr: bool = False
+    # Where the server and the data services run and the links between them (topology.py's
+    # Topology.to_dict()); None: everything on this machine's loopback
+    topology: dict | None = None
+    # "ADDRESS:PORT" of this machine that a ramp's Locust workers on other machines (`bench
+    # locust-worker`) connect to; None: the workers, if any, start here or on the topology's host
+    locust_master: str | None = None
+
+
+def pool_env(s: Settings, target: Target) -> dict[str, str]:
+    """The run's pool limits with the variant's env on top: a variant whose point is another limit sets it
+    there (and its parity entry shows it); everything else gets the run's."""
+    return {"DB_POOL_SIZE": str(s.db_pool_size), "REDIS_POOL_SIZE": str(s.redis_pool_size), **target.variant.env}
+
+
+Cell = tuple[str, int, "float | None", "str | None"]   # (scenario, concurrency, rate, network level)
+
+
+@dataclass
+class Plan:
+    """What a run measures: each target with its scenarios, under one load profile."""
+    matrix: dict[str, list[str] | None]   # target id -> scenarios (None: every scenario it serves), in order
+    profile: Profile
+    settings: Settings = field(default_factory=Settings)
+    preset: str | None = None
+    # the preset's claims of its study, each with the evidence that tests its explanation (claims.py)
+    claims: list[dict] = field(default_factory=list)
+    # Repeats run in rounds, each target once per round in a fresh random order (randomized multiple
+    # interleaved trials, Abedi and Brecht): a fixed A B C A B C lets a slow drift of a shared machine
+    # favour whoever runs first. The seed makes the order reproducible; run.json keeps both, and a
+    # resumed run reads them back rather than drawing again.
+    seed: int = field(default_factory=lambda: random.SystemRandom().randrange(2 ** 32))
+    rounds: list[list[str]] | None = None
+
+    def __post_init__(self):
+        if self.rounds is None:
+            self.rounds = self.draw_rounds(self.seed)
+
+    def draw_rounds(self, seed: int) -> list[list[str]]:
+        """The targets' order in each round (one round per repeat), shuffled afresh per round from seed."""
+        rng = random.Random(seed)
+        return [rng.sample(self.targets, len(self.targets)) for _ in range(self.repeat)]
+
+    @property
+    def targets(self) -> list[str]:
+        return list(self.matrix)
+
+    @property
+    def repeat(self) -> int:
+        return self.profile.repeat
+
+    def scenarios_of(self, target: Target) -> list[str]:
+        own = target.framework.scenarios
+        return [s for s in (self.matrix.get(target.id) or own) if SCENARIOS[s].served_as in own]
+
+    @property
+    def topology(self) -> Topology:
+        return Topology.from_dict(self.settings.topology)
+
+    def cells(self, target: Target) -> list[Cell]:
+        """(scenario, concurrency, rate, network level) of each cell of the target, in the order they
+        run: a topology's network levels outermost, so that a link is reshaped once per level."""
+        return [(s, c, r, net) for net in self.topology.levels() for s in self.scenarios_of(target)
+                for c, r in self.profile.levels()]
+
+    def row_keys(self, target: Target, repeat: int, cell: Cell) -> list[tuple]:
+        """The schema.CELL_KEY of every row the cell writes."""
+        scenario, conc, rate, network = cell
+        return [(target.id, scenario, network, c, r, step, repeat)
+                for c, r, step in self.profile.row_keys(conc, rate)]
+
+    def todo(self, targets: list[Target], done: set[tuple]) -> list[tuple[int, Target, Cell]]:
+        """(repeat, target, cell) of every cell with a row still missing, in the order they run: one
+        round per repeat, the targets in that round's order (`rounds`), so that each repeat of a target
+        is a fresh JVM measured among the others."""
+        by_id = {t.id: t for t in targets}
+        return [(r, by_id[tid], cell) for r, order in enumerate(self.rounds, 1) for tid in order if tid in by_id
+                for cell in self.cells(by_id[tid]) if not set(self.row_keys(by_id[tid], r, cell)) <= done]
+
+    def check_served(self, catalog: dict) -> None:
+        """BenchError unless some target of the plan serves some of its scenarios."""
+        if not any(self.scenarios_of(resolve(catalog, t)) for t in self.targets):
+            asked = sorted({s for scenarios in self.matrix.values() for s in scenarios or ()})
+            raise BenchError(f"no selected target serves {', '.join(asked)}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Plan":
+        """The plan of a run.json, also of runs made before profiles (a throughput plan then)."""
+        known = {f.name for f in fields(Settings)}
+        settings = Settings(**{k: v for k, v in d["settings"].items() if k in known})
+        if "matrix" not in d:
+            profile = Profile(name="throughput", kind="throughput", driver="wrk",
+                              concurrency=tuple(d["concurrency"]), duration_s=d["duration_s"],
+                              warmup_s=d["warmup_s"], warmup_max_s=d.get("warmup_max_s", 90.0), repeat=d["repeat"])
+            return cls(matrix={t: d.get("scenarios") for t in d["targets"]}, profile=profile, settings=settings,
+                       seed=0, rounds=[list(d["targets"])] * d["repeat"])
+        # a run made before randomised rounds ran its targets in the plan's order, round after round
+        rounds = d.get("rounds") or [list(d["matrix"])] * Profile.from_dict(d["profile"]).repeat
+        return cls(matrix=d["matrix"], profile=Profile.from_dict(d["profile"]), settings=settings,
+                   preset=d.get("preset"), claims=d.get("claims", []), seed=d.get("seed", 0), rounds=rounds)

@@ -1,0 +1,167 @@
+"""Presets: one command reruns a published comparison on this machine (`bench run --preset NAME`).
+
+A preset (orchestrator/presets/*.toml) names its targets with their scenarios, a load profile (as in
+orchestrator/profiles/), the settings the study used, how it was scaled to this machine, and what
+`--quick` shortens so that CI can run it end to end. The quick form also measures fewer cells
+(quick_cover): each claim's cell, and every scenario of the preset at least once, on few targets.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.config import options, profiles, topology
+from orchestrator.config.catalog import Framework, resolve
+from orchestrator.results.claims import RECORDED, check
+from orchestrator.config.documents import Document
+from orchestrator.errors import UsageError
+from orchestrator.config.profiles import Profile
+from orchestrator.config.scenarios import SCENARIOS
+
+PRESETS_DIR = Path(__file__).resolve().parent / "presets"
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    description: str
+    scaled: str                          # how this machine's run differs from the study
+    matrix: dict[str, list[str]]         # target id -> scenarios
+    profile: Profile
+    heap: str | None = None
+    server_cores: int | None = None      # CPUs the study gave the server
+    fresh_jvm_per_scenario: bool = False  # its tables crown RSS or threads: no scenario inherits another's
+    source: str = ""
+    claims: tuple[dict, ...] = ()        # the study's claims with the evidence that tests each (claims.py)
+    topology: topology.Topology | None = None   # where the study ran its server and database
+    jfr: bool = True                     # Flight Recorder on, for its flame graphs and evidence
+
+    def settings(self, cpus_given: bool) -> dict:
+        """The run settings the study used, for the options the user left out. CPUs go as a pair: a
+        user's --server-cpus never meets the preset's load generator CPUs."""
+        chosen: dict = {"heap": self.heap, "fresh_jvm_per_scenario": self.fresh_jvm_per_scenario, "jfr": self.jfr}
+        cpus = None if cpus_given else self.cpus()
+        if cpus:
+            chosen["server_cpus"], chosen["loadgen_cpus"] = cpus
+        return {k: v for k, v in chosen.items() if v is not None}
+
+    def cpus(self, have: int | None = None) -> tuple[str, str] | None:
+        """(server CPUs, load generator CPUs) for server_cores on this machine, the server on the
+        highest CPUs and at least one CPU left for the load generator; None to keep the defaults."""
+        if not self.server_cores:
+            return None
+        have = have or os.cpu_count() or 1
+        if have < 2:
+            return None
+        n = min(self.server_cores, have - 1)
+        span = lambda lo, hi: str(lo) if lo == hi else f"{lo}-{hi}"  # noqa: E731
+        return span(have - n, have - 1), span(0, have - n - 1)
+
+
+def shipped() -> dict[str, Path]:
+    return {p.stem: p for p in sorted(PRESETS_DIR.glob("*.toml"))}
+
+
+def _merge(base: dict, changes: dict) -> dict:
+    out = dict(base)
+    for k, v in changes.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def load(name: str, catalog: dict[str, Framework], quick: bool = False) -> Preset:
+    """A shipped preset by name; UsageError lists the valid ones, ManifestError names file and field."""
+    known = shipped()
+    if name not in known:
+        raise UsageError(f"unknown preset '{name}'; valid: {', '.join(known)} (see `bench presets`)")
+    doc = Document.read(known[name])
+    doc.check_keys(("description", "scaled", "cells", "profile", "settings", "quick", "claims", "topology"))
+    description = doc.get("description", str)
+    cells = doc.get("cells", list)
+    matrix: dict[str, list[str]] = {}
+    for i in range(len(cells)):
+        if not isinstance(cells[i], dict):
+            doc.fail("cells", "must be an array of tables ([[cells]] with targets and scenarios)")
+        group = Document(doc.path, cells[i], f"cells[{i}].")
+        group.check_keys(("targets", "scenarios"))
+        targets, scen = group.str_list("targets"), group.str_list("scenarios")
+        for s in scen:
+            if s not in SCENARIOS:
+                group.fail("scenarios", f"unknown scenario '{s}'; valid: {', '.join(SCENARIOS)}")
+        for t in targets:
+            try:
+                target = resolve(catalog, t)
+            except UsageError as e:
+                group.fail("targets", str(e))
+            matrix.setdefault(target.id, [])
+            matrix[target.id] += [s for s in scen if s not in matrix[target.id]]
+    profile_doc = doc.sub("profile")
+    quick_table = dict(doc.get("quick", dict, {}, nonempty=False)) if quick else {}
+    topology_doc = doc.sub("topology", {})
+    topology_doc.table = _merge(topology_doc.table, quick_table.pop("topology", {}))
+    topo = topology.from_document(topology_doc, name) if topology_doc.table else None
+    if quick:
+        profile_doc.table = _merge(profile_doc.table, quick_table)
+    profile = profiles.parse(profile_doc, name=f"{name}{' (quick)' if quick else ''}")
+    settings = doc.sub("settings", {})
+    settings.check_keys(("heap", "server_cores", "fresh_jvm_per_scenario"))
+    heap = settings.get("heap", str, None)
+    if heap is not None:
+        try:
+            heap = options.heap(heap)
+        except UsageError as e:
+            settings.fail("heap", str(e))
+    cores = settings.whole("server_cores") if "server_cores" in settings else None
+    claims = _claims(doc, matrix, catalog)
+    return Preset(name=name, description=description.strip(), scaled=doc.get("scaled", str, "").strip(),
+                  matrix=quick_cover(matrix, claims) if quick else matrix, profile=profile, heap=heap, server_cores=cores,
+                  # the quick form smokes the pipeline: one JVM per target (a fresh one per scenario is
+                  # test_pipeline's to prove, on a JVM that starts in a second, not Spring's 15 s)
+                  fresh_jvm_per_scenario=settings.get("fresh_jvm_per_scenario", bool, False) and not quick,
+                  source=str(doc.path),
+                  # the quick form records only when a claim reads Flight Recorder's evidence (its
+                  # dump, reading and flame graph cost about a second a cell)
+                  jfr=not quick or any(c["evidence"] in RECORDED for c in claims),
+                  claims=claims, topology=topo)
+
+
+def quick_cover(matrix: dict[str, list[str]], claims: tuple[dict, ...]) -> dict[str, list[str]]:
+    """The quick form's cells: each claim's cell, then the scenarios no kept cell measures, each on
+    a target already kept that serves it, else on the target that serves the most of those still
+    missing (the first on a tie). Every scenario of the preset is loaded under its profile and
+    every claim is judged, in as few JVMs as that allows: the quick form is a smoke of the preset's
+    pipeline. That every target starts, passes verification and survives load on every scenario it
+    declares is the load smoke's to show (tests/test_frameworks.py), not each preset's."""
+    kept: dict[str, set[str]] = {t: set() for t in matrix}
+    for claim in claims:
+        kept[claim["target"]].add(claim["scenario"])
+    missing = [s for s in dict.fromkeys(s for scenarios in matrix.values() for s in scenarios)
+               if not any(s in cells for cells in kept.values())]
+    while missing:
+        serves = {t: {s for s in missing if s in matrix[t]} for t in matrix}
+        target = max(matrix, key=lambda t: (bool(kept[t] and serves[t]), len(serves[t])))
+        kept[target] |= serves[target]
+        missing = [s for s in missing if s not in serves[target]]
+    return {t: [s for s in scenarios if s in kept[t]] for t, scenarios in matrix.items() if kept[t]}
+
+
+def _claims(doc: Document, matrix: dict[str, list[str]], catalog: dict[str, Framework]) -> tuple[dict, ...]:
+    """The preset's [[claims]], each about a target and scenario it measures."""
+    found = doc.get("claims", list, [], nonempty=False)
+    for i, claim in enumerate(found):
+        if not isinstance(claim, dict):
+            doc.fail("claims", "must be an array of tables ([[claims]])")
+        problem = check(claim)
+        if not problem and claim["scenario"] not in matrix.get(_resolved(claim["target"], catalog), []):
+            problem = f"{claim['target']} on {claim['scenario']} is not among the preset's cells"
+        if problem:
+            doc.fail(f"claims[{i}]", problem)
+    return tuple({**c, "target": _resolved(c["target"], catalog)} for c in found)
+
+
+def _resolved(target: str, catalog: dict[str, Framework]) -> str:
+    try:
+        return resolve(catalog, target).id
+    except UsageError:
+        return target

@@ -1,0 +1,200 @@
+"""The scenarios of frameworks/CONTRACT.md: the request each one sends, the response it expects,
+how an answer is checked, and the backend work of one request.
+
+One table serves the load drivers (what to send), verification (what must come back: CONTRACT.md's
+rules 1-4, plus a scenario's own rule, such as db-write's read-back) and the evidence (what Redis
+and MariaDB must count per request). A new scenario is one entry here.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from orchestrator.infra.httpclient import Response, request
+
+# Asks a target to name the thread that served the request (X-Thread), for the thread-model check.
+THREAD_HEADERS = {"X-Report-Thread": "1"}
+
+HELLO = "Hello, World!"
+SEED_ROWS = 10_000
+REDIS_SEED = {"bench:1": "value-1", "bench:2": "value-2", "bench:3": "value-3"}
+
+
+def seeded_row(item_id: int) -> dict[str, Any]:
+    return {"id": item_id, "name": f"item-{item_id}", "price": item_id * 0.25}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    method: str
+    path: str
+    status: int
+    media_type: str
+    expected: Any = None           # exact text, or the parsed JSON document
+    body: bytes | None = None      # request body
+    headers: dict[str, str] = field(default_factory=dict)
+    endpoint: str = ""             # the manifest scenario whose endpoint this one loads ("": its own)
+    # The backend work of one request (evidence.py counts it under load): redis_commands, db_selects,
+    # db_inserts; anything not named is none.
+    backend_work: dict[str, int] = field(default_factory=dict)
+    # Requests to the endpoint whose parameter the contract answers with 400 (its parameter rule).
+    rejects: tuple[str, ...] = ()
+
+    @property
+    def served_as(self) -> str:
+        """The scenario name a framework.toml lists for this one's endpoint."""
+        return self.endpoint or self.name
+
+    @property
+    def wait_ms(self) -> float:
+        """What the contract makes the endpoint wait (a sleep scenario's sleep): every latency
+        objective is set over it."""
+        return float(self.expected.get("sleptMs", 0)) if isinstance(self.expected, dict) else 0.0
+
+    @property
+    def is_json(self) -> bool:
+        return self.media_type == "application/json"
+
+    def check(self, port: int, host: str = "127.0.0.1") -> tuple[list[str], Response]:
+        """Request the scenario once (asking for the thread that served it) and check the answer;
+        returns the broken rules and the response."""
+        r = request(port, self.method, self.path, self.body, {**self.headers, **THREAD_HEADERS}, host=host)
+        problems = check_response(self, r, self.expected)
+        for path in self.rejects:
+            status = request(port, "GET", path, host=host).status
+            if status != 400:
+                problems.append(f"GET {path} gave {status}, expected 400 (CONTRACT.md: a parameter is ASCII digits "
+                                "within its maximum)")
+        return problems, r
+
+
+@dataclass(frozen=True)
+class DbRead(Scenario):
+    def check(self, port: int, host: str = "127.0.0.1") -> tuple[list[str], Response]:
+        """Also: a row that does not exist is a 404."""
+        problems, r = super().check(port, host)
+        missing = request(port, "GET", "/db?id=0", host=host)
+        if missing.status != 404:
+            problems.append(f"GET /db?id=0 gave {missing.status}, expected 404")
+        return problems, r
+
+
+@dataclass(frozen=True)
+class DbWrite(Scenario):
+    def check(self, port: int, host: str = "127.0.0.1") -> tuple[list[str], Response]:
+        """Two writes give two different ids, and each row reads back as written."""
+        problems, ids, first = [], [], None
+        for _ in range(2):
+            r = request(port, self.method, self.path, self.body, {**self.headers, **THREAD_HEADERS}, host=host)
+            first = first or r
+            p = check_response(self, r, None)
+            if p:
+                return p, r
+            try:
+                doc = json.loads(r.body)
+                ids.append(int(doc["id"]))
+                if set(doc) != {"id"}:
+                    problems.append(f"body {doc}, expected only an 'id'")
+            except (ValueError, KeyError, TypeError):
+                return [f"body {r.body[:200]!r}, expected {{\"id\": N}}"], r
+        if ids[0] == ids[1]:
+            problems.append(f"two writes returned the same id {ids[0]}")
+        read = SCENARIOS["db-read"]
+        for i in ids:
+            back = request(port, "GET", f"/db?id={i}", host=host)
+            problems += [f"reading back row {i}: {p}" for p in check_response(read, back, {"id": i, **NEW_ITEM})]
+        return problems, first
+
+
+NEW_ITEM = {"name": "bench-write", "price": 1.5}
+_JSON_BODY = {"Content-Type": "application/json"}
+
+
+def _rejects(path: str, name: str, above_max: str) -> tuple[str, ...]:
+    """A plus sign, a minus, a decimal point, another script's digit (Arabic-Indic five), and one above the maximum."""
+    return tuple(f"{path}?{name}={v}" for v in ("%2B5", "-1", "5.0", "%D9%A5", above_max))
+
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
+    Scenario("plaintext", "GET", "/plaintext", 200, "text/plain", HELLO),
+    Scenario("json", "GET", "/json", 200, "application/json", {"message": HELLO}),
+    Scenario("sleep", "GET", "/sleep?ms=100", 200, "application/json", {"sleptMs": 100},
+             rejects=_rejects("/sleep", "ms", "60001")),
+    # The ramp study's "sleep 1 s": the same endpoint, ten times as long.
+    Scenario("sleep-1s", "GET", "/sleep?ms=1000", 200, "application/json", {"sleptMs": 1000}, endpoint="sleep"),
+    Scenario("cpu", "GET", "/cpu?n=20000", 200, "application/json", {"n": 20000, "primes": 2262},
+             rejects=_rejects("/cpu", "n", "10000001")),
+    # The same count with Thread.yield() after each prime: study 003's context-switch experiment.
+    Scenario("cpu-yield", "GET", "/cpu-yield?n=20000", 200, "application/json", {"n": 20000, "primes": 2262}),
+    Scenario("redis", "GET", "/redis", 200, "application/json", list(REDIS_SEED.values()),
+             backend_work={"redis_commands": 1}),
+    DbRead("db-read", "GET", "/db?id=42", 200, "application/json", seeded_row(42), backend_work={"db_selects": 1},
+           rejects=("/db", "/db?id=", *_rejects("/db", "id", "2147483648"))),
+    DbWrite("db-write", "POST", "/db", 201, "application/json", None,
+             body=b'{"name":"bench-write","price":1.5}', headers=_JSON_BODY, backend_work={"db_inserts": 1}),
+    Scenario("proxy", "GET", "/proxy/sleep?ms=100", 200, "application/json", {"sleptMs": 100}),
+    Scenario("proxy-json", "GET", "/proxy/json", 200, "application/json", {"message": HELLO}),
+]}
+
+
+
+def same_json(actual: Any, expected: Any) -> bool:
+    """Equal documents, numbers compared as numbers (10.5 == 10.50, 1 == 1.0)."""
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return actual is expected
+    if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
+        return math.isclose(actual, expected, rel_tol=0, abs_tol=1e-9)
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and actual.keys() == expected.keys() and all(
+            same_json(actual[k], expected[k]) for k in expected)
+    if isinstance(expected, list):
+        return isinstance(actual, list) and len(actual) == len(expected) and all(
+            same_json(a, e) for a, e in zip(actual, expected))
+    return actual == expected
+
+
+def check_response(s: Scenario, r: Response, expected: Any, status: int | None = None) -> list[str]:
+    """Rules 1-4: status, media type, framing, exact body. Returns the broken rules."""
+    status = status or s.status
+    problems = []
+    if r.status != status:
+        return [f"status {r.status}, expected {status} (body: {r.body[:200]!r})"]
+    if r.media_type != s.media_type:
+        problems.append(f"Content-Type '{r.header('content-type')}', expected {s.media_type}")
+    length = r.header("content-length")
+    if length is not None:
+        if not length.isdigit() or int(length) != len(r.body):
+            problems.append(f"Content-Length {length} but the body has {len(r.body)} bytes")
+    elif "chunked" not in (r.header("transfer-encoding") or "").lower():
+        problems.append("neither Content-Length nor chunked Transfer-Encoding")
+    if expected is None:
+        return problems
+    if s.is_json:
+        try:
+            doc = json.loads(r.body)
+        except ValueError:
+            return problems + [f"body is not JSON: {r.body[:200]!r}"]
+        if not same_json(doc, expected):
+            problems.append(f"body {json.dumps(doc)[:200]}, expected {json.dumps(expected)}")
+    elif r.body.decode("utf-8", "replace") != expected:
+        problems.append(f"body {r.body[:200]!r}, expected {expected!r}")
+    return problems
+
+
+# What a framework.toml may list: the scenarios with an endpoint of their own.
+MANIFEST_SCENARIOS = [name for name, s in SCENARIOS.items() if not s.endpoint]
+
+
+def parse_list(value: str | None, valid: list[str], what: str) -> list[str] | None:
+    """Split "a,b" and check every name against `valid`; None when value is empty."""
+    from orchestrator.errors import UsageError
+    if not value:
+        return None
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    unknown = [n for n in names if n not in valid]
+    if unknown:
+        raise UsageError(f"unknown {what} {', '.join(repr(u) for u in unknown)}; valid: {', '.join(valid)}")
+    return names

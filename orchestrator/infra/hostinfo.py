@@ -1,0 +1,98 @@
+"""What a run records about the machine and the software, so a figure can be traced to its setup."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+
+import psutil
+
+from orchestrator import REPO_ROOT, STATE_DIR
+from orchestrator.infra.tools import build_of
+
+# Version lines kept per executable (path, size and modification time): asking Locust for its
+# version starts Python and imports it, about a second on this machine kind, in every run.
+VERSIONS_FILE = STATE_DIR / "tool-versions.json"
+
+
+def _run(argv: list[str]) -> str:
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=10, cwd=REPO_ROOT)
+        return (out.stdout or out.stderr).strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def cpu_model() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def host_info() -> dict:
+    return {
+        "hostname": platform.node(), "cpu_model": cpu_model(), "cores": psutil.cpu_count(),
+        "memory_gib": round(psutil.virtual_memory().total / 2**30, 1), "kernel": platform.release(),
+        "os": platform.platform(), "python": platform.python_version(),
+    }
+
+
+# tool -> the arguments that make it print its version (first line kept)
+VERSION_ARGS = {"wrk": ["--version"], "k6": ["version"], "locust": ["--version"], "h2load": ["--version"],
+                "oha": ["--version"], "nginx": ["-v"], "redis-server": ["--version"], "mariadbd": ["--version"]}
+
+
+MACHINE_KEYS = ("hostname", "cpu_model", "cores")
+
+
+def machine_key(host: dict) -> str:
+    """How files kept per machine (calibration.json, noise-floor.json) name one: hostname, CPU, cores."""
+    return f"{host.get('hostname', '?')} / {host.get('cpu_model', '?')} / {host.get('cores', '?')} CPUs"
+
+
+def tool_version(path: str, tool: str) -> str:
+    """The first line a tool prints about its version ("" when it prints none); asked again only
+    when the executable changed."""
+    try:
+        key = build_of(path)
+        known = json.loads(VERSIONS_FILE.read_text()) if VERSIONS_FILE.exists() else {}
+    except (OSError, ValueError):
+        key, known = None, {}
+    if key in known:
+        return known[key]
+    lines = _run([path, *VERSION_ARGS[tool]]).splitlines()
+    line = lines[0] if lines else ""
+    if key and line:
+        try:
+            STATE_DIR.mkdir(exist_ok=True)
+            tmp = VERSIONS_FILE.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({**known, key: line}, indent=1))
+            os.replace(tmp, VERSIONS_FILE)
+        except OSError:
+            pass   # a read-only checkout asks again next time
+    return line
+
+
+def tool_versions() -> dict:
+    """The version line of every tool a figure may depend on ("" where it is not installed): each
+    load generator, Redis, MariaDB, nginx (`bench calibrate`)."""
+    from orchestrator.errors import MissingTool
+    from orchestrator.infra.procs import require_tool
+    out = {}
+    for tool in VERSION_ARGS:
+        try:
+            out[tool] = tool_version(require_tool(tool, ""), tool)
+        except MissingTool:
+            out[tool] = ""
+    return out
+
+
+def git_commit() -> str:
+    commit = _run(["git", "rev-parse", "HEAD"])
+    dirty = _run(["git", "status", "--porcelain", "--untracked-files=no"])
+    return commit + ("-dirty" if dirty and commit else "")

@@ -1,0 +1,424 @@
+"""`bench calibrate`: each load generator's ceiling on this machine, measured against nginx.
+
+A target's figure close to what its generator can send at all says more about the generator than
+about the target. nginx answering a fixed body from memory is faster than any JVM target here, so
+the best a generator reaches against it is (close to) its own ceiling. When nginx itself is near
+the limit of its CPUs, the figure is only a lower bound of that ceiling: the record says which side
+was the limit ("bound": "server", "generator", or "neither" when other work on the machine was).
+
+A generator that runs open-model (arrival-rate) loads has a second, lower ceiling: the highest rate
+it keeps against nginx with no arrival dropped and p99 within OPEN_P99_MS, found by the same search
+as a capacity cell (capacity.py). Above it, a capacity probe measures the generator: k6 on one CPU
+drops arrivals there while nginx idles, at a quarter of its closed-loop ceiling.
+
+results/calibration.json holds one record per machine (hostname, CPU model, cores) and in it one
+self-contained entry per generator (ceiling, versions, pinning, date), so calibrating one generator
+again keeps the others.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import psutil
+from rich.markup import escape
+
+from orchestrator import RESULTS_DIR
+from orchestrator.infra import httpclient, procs
+from orchestrator.config import options
+from orchestrator.measure.capacity import Objective, Search, judge, vus_for
+from orchestrator.drivers import DRIVERS, Driver, DriverFailed, LoadResult, LoadSpec, drivers_by_kind, get as get_driver
+from orchestrator.drivers.base import run_generator
+from orchestrator.errors import BenchError, UsageError
+from orchestrator.infra.hostinfo import host_info, machine_key, tool_version
+from orchestrator.infra.backends import OWNER_FILE
+from orchestrator.targets.jvm import cpu_count, parse_cpus
+from orchestrator.config.profiles import Ramp
+from orchestrator.measure.sampling import settle
+from orchestrator.config.scenarios import HELLO, Scenario, parse_list
+
+FILE = "calibration.json"
+BUSY = 0.9                 # a side above this share of the CPUs it can use set the pace
+LEVELS = (16, 64, 256)     # connections (VUs, users) tried; the ceiling is the best of them
+WINDOWS = 3                # windows per level; a level's figure is their median
+GENERATORS = (*DRIVERS, "oha")
+# The open-model ceiling's test: what the generator alone may add to p99 (nginx answers in ~0.1 ms)
+# and drop, at VUs sized as a capacity probe at the default objective would have them.
+OPEN_P99_MS = 5.0
+OPEN = Objective(percentile="p99", bound_ms=OPEN_P99_MS, error_budget=0.0)
+OPEN_START, OPEN_RESOLUTION, OPEN_PROBES, OPEN_MAX_VUS = 2000, 0.05, 16, 2000
+OPEN_WINDOW_S = 5.0   # a run's own calibration: its probes' length, up to this
+SCENARIO = Scenario("calibrate", "GET", "/plaintext", 200, "text/plain", HELLO)
+NGINX_INSTALL = "apt-get install -y nginx"
+
+# One single-process nginx per server CPU, all on one port (reuseport): each is a direct child that
+# dies with bench (PR_SET_PDEATHSIG), which a master's workers would not. Temp paths point into the
+# work folder so that nothing outside it is created, and a non-root user can run it too.
+_NGINX_CONF = """\
+daemon off;
+master_process off;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    keepalive_requests 1000000;
+    client_body_temp_path {work}/body;
+    proxy_temp_path {work}/proxy;
+    fastcgi_temp_path {work}/fastcgi;
+    uwsgi_temp_path {work}/uwsgi;
+    scgi_temp_path {work}/scgi;
+    server {{
+        listen 127.0.0.1:{port} reuseport;
+        location = /plaintext {{ default_type text/plain; return 200 "{hello}"; }}
+        location = /json {{ default_type application/json; return 200 '{{"message":"{hello}"}}'; }}
+    }}
+}}
+"""
+
+
+class OhaDriver(Driver):
+    """oha (crates.io; not packaged in Debian): a closed loop for a fixed time. Only calibrate uses it."""
+    name = "oha"
+    install = "cargo install oha"
+
+    def executable(self) -> str:
+        return procs.require_tool("oha", self.install, extra_dirs=(str(Path.home() / ".cargo" / "bin"),))
+
+    def run(self, spec: LoadSpec) -> LoadResult:
+        oha = self.executable()
+        spec.out_dir.mkdir(parents=True, exist_ok=True)
+        out, log = spec.out_dir / f"oha-{spec.stem}.json", spec.out_dir / f"oha-{spec.stem}.log"
+        out.unlink(missing_ok=True)
+        duration = max(1, math.ceil(spec.duration_s))
+        # oha sizes its thread pool by the machine's cores, not by the CPUs it is pinned to.
+        argv = [oha, "-z", f"{duration}s", "-c", str(spec.concurrency), "-t", f"{math.ceil(spec.timeout_s)}s",
+                "--worker-threads", str(cpu_count(spec.cpus)), "--no-tui", "--output-format", "json",
+                "-o", str(out), spec.url]
+        started = time.time()
+        rc, wall_s, cpu_s = run_generator(argv, log, deadline_s=duration + spec.timeout_s + 30, cpus=spec.cpus)
+        if rc != 0 or not out.exists():
+            raise DriverFailed(f"oha exited with {rc}: {procs.log_tail(log, 5) or 'no output'}")
+        try:
+            doc = json.loads(out.read_text())
+            codes = {int(k): v for k, v in doc["statusCodeDistribution"].items()}
+            # Requests still in flight when -z ends are cut off and listed as errors: not the server's.
+            errors = {k: n for k, n in doc.get("errorDistribution", {}).items() if k != "aborted due to deadline"}
+            return LoadResult(requests=sum(codes.values()), duration_s=doc["summary"]["total"],
+                              errors_status=sum(n for code, n in codes.items() if code >= 400),
+                              errors_read=sum(errors.values()),
+                              loadgen_cpu_s=cpu_s, loadgen_wall_s=wall_s, started_at=started)
+        except (ValueError, KeyError, TypeError) as e:
+            raise DriverFailed(f"oha wrote an unreadable summary ({e}): {out}") from None
+
+
+def driver(name: str) -> Driver:
+    return OhaDriver() if name == "oha" else get_driver(name)
+
+
+def _read(path: Path) -> dict:
+    if not path.exists():
+        return {"machines": {}}
+    try:
+        doc = json.loads(path.read_text())
+        doc["machines"]
+        return doc
+    except (ValueError, KeyError, TypeError) as e:
+        raise BenchError(f"{path} is not calibration data ({e}): delete it or run `bench calibrate` again") from None
+
+
+def ceilings(host: dict | None = None, results_dir: Path = RESULTS_DIR, loadgen_cpus: str | None = None,
+             key: str = "ceiling_rps") -> dict[str, float]:
+    """Generator name -> its calibrated ceiling in rps on this machine (or `host`); {} when not calibrated.
+    With `loadgen_cpus`, only ceilings measured with the generator on those same CPUs: a generator on
+    one CPU has a lower ceiling than on two, and a bar measured under other pinning flags wrongly.
+    key "open_ceiling_rps": the open-model ceilings instead (generators that run arrival rates)."""
+    record = _read(Path(results_dir) / FILE)["machines"].get(machine_key(host or host_info()), {})
+    return {name: e[key] for name, e in record.get("generators", {}).items() if e.get(key)
+            and (loadgen_cpus is None or parse_cpus(str(e.get("loadgen_cpus", ""))) == parse_cpus(loadgen_cpus))}
+
+
+def cell_ceiling(driver: str, open_model: bool, results_dir: Path, loadgen_cpus: str) -> float | None:
+    """The calibrated ceiling a cell's rps is held against (`near-generator-ceiling`): for arrival
+    rates, what the generator keeps in an open model (k6: 2,875-4,875 req/s here), not its
+    closed-loop ceiling (about 30,000), which a rate cell k6 could not keep would never approach."""
+    return ceilings(results_dir=results_dir, loadgen_cpus=loadgen_cpus,
+                    key="open_ceiling_rps" if open_model else "ceiling_rps").get(driver)
+
+
+def _store(results_dir: Path, host: dict, entries: dict[str, dict], merge: bool = False) -> Path:
+    """Each generator's entry replaces the stored one (merge: adds its keys to it, if that one was
+    measured with the generator on the same CPUs; one measured on others is replaced)."""
+    from orchestrator.results.store import _atomic_write
+    path = Path(results_dir) / FILE
+    doc = _read(path)
+    record = doc["machines"].setdefault(machine_key(host), {"generators": {}})
+    record["host"] = {k: host[k] for k in ("hostname", "cpu_model", "cores")}
+    for name, entry in entries.items():
+        stored = record["generators"].get(name, {})
+        same_cpus = stored.get("loadgen_cpus") == entry.get("loadgen_cpus")
+        record["generators"][name] = {**stored, **entry} if merge and same_cpus else entry
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(path, lambda tmp: tmp.write_text(json.dumps(doc, indent=2) + "\n"))
+    return path
+
+
+@contextmanager
+def nginx(port: int, cpus: str, work: Path):
+    """nginx on 127.0.0.1:port, one process pinned to each of `cpus`; yields their psutil handles.
+    Every one is stopped on the way out, however the block ends."""
+    exe = procs.require_tool("nginx", NGINX_INSTALL)
+    conf, log = work / "nginx.conf", work / "error.log"
+    conf.write_text(_NGINX_CONF.format(work=work, port=port, hello=HELLO))
+    started = []
+    try:
+        for cpu in sorted(parse_cpus(cpus)):
+            started.append(procs.spawn([exe, "-p", str(work), "-c", str(conf), "-e", str(log),
+                                        "-g", f"pid {work}/nginx-{cpu}.pid;"], log_path=log, cpus=str(cpu)))
+        _wait_ready(port, started, work, log)
+        yield [psutil.Process(p.pid) for p in started]
+    finally:
+        for p in started:
+            procs.stop(p, grace=5)
+
+
+def _wait_ready(port: int, started, work: Path, log: Path, timeout_s: float = 10.0) -> None:
+    # nginx writes its pid file after it listens, so all pid files there means all processes serve.
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if any(p.poll() is not None for p in started):
+            break
+        if len(list(work.glob("nginx-*.pid"))) == len(started):
+            r = httpclient.request(port, "GET", SCENARIO.path)
+            if r.status == 200 and r.body == HELLO.encode():
+                return
+            raise BenchError(f"nginx answered {SCENARIO.path} with {r.status} {r.body[:60]!r}")
+        time.sleep(0.05)
+    raise BenchError(f"nginx did not start on port {port}: {procs.log_tail(log, 3) or 'no output'}")
+
+
+def _cpu_s(processes: list[psutil.Process]) -> float:
+    total = 0.0
+    for p in processes:
+        try:
+            t = p.cpu_times()
+        except psutil.Error:
+            raise BenchError(f"nginx (pid {p.pid}) exited during the calibration") from None
+        total += t.user + t.system
+    return total
+
+
+def _spec(name: str, concurrency: int, duration_s: float, cpus: str, port: int, out: Path,
+          requests: int) -> LoadSpec:
+    common = dict(port=port, scenario=SCENARIO, concurrency=concurrency, duration_s=duration_s, cpus=cpus,
+                  timeout_s=10.0, out_dir=out)
+    if name == "h2load":
+        return LoadSpec(**common, requests=max(requests, concurrency * 10))
+    if name == "locust":
+        return LoadSpec(**common, ramp=Ramp(start_users=concurrency, step_users=0, step_s=duration_s, steps=1))
+    return LoadSpec(**common)
+
+
+def measure(name: str, servers: list[psutil.Process], port: int, server_cpus: str, loadgen_cpus: str,
+            duration_s: float, work: Path, rps_guess: float) -> dict:
+    """WINDOWS windows at each of LEVELS; the ceiling is the level with the best median rps."""
+    gen = driver(name)
+    # A Locust process without workers is one Python thread: one core is all it can use.
+    usable = 1 if name == "locust" else cpu_count(loadgen_cpus)
+    levels = []
+    for concurrency in LEVELS:
+        windows = []
+        for _ in range(WINDOWS):
+            # h2load sends a fixed number of requests: size each burst to last about one window.
+            spec = _spec(name, concurrency, duration_s, loadgen_cpus, port, work / name, int(rps_guess * duration_s))
+            before = _cpu_s(servers)
+            r = gen.run(spec)
+            server_s = _cpu_s(servers) - before   # nginx idles while the generator starts and stops
+            window = r.steps[0] if r.steps else r   # Locust: the step, not its start-up
+            windows.append({"rps": r.rps, "errors": r.errors + r.errors_status,
+                            "gen": 100 * window.loadgen_cpus_used / usable,
+                            "server": 100 * server_s / r.duration_s / len(servers)})
+            rps_guess = r.rps or rps_guess
+        levels.append({"concurrency": concurrency, "rps": [round(w["rps"]) for w in windows],
+                       "median_rps": round(statistics.median(w["rps"] for w in windows)),
+                       "generator_cpu_pct": round(statistics.median(w["gen"] for w in windows), 1),
+                       "server_cpu_pct": round(statistics.median(w["server"] for w in windows), 1),
+                       "errors": sum(w["errors"] for w in windows)})
+    best = max(levels, key=lambda lv: lv["median_rps"])
+    return {"ceiling_rps": best["median_rps"], "concurrency": best["concurrency"],
+            "generator_cpu_pct": best["generator_cpu_pct"], "server_cpu_pct": best["server_cpu_pct"],
+            "bound": bound(best["server_cpu_pct"], best["generator_cpu_pct"]),
+            "levels": levels}
+
+
+def open_model(name: str, servers: list[psutil.Process], port: int, loadgen_cpus: str, work: Path,
+               window_s: float, say, resolution: float = OPEN_RESOLUTION) -> dict:
+    """The highest arrival rate the generator keeps against nginx (OPEN's test), by a capacity
+    search: nginx is far from its own limit there, so a failure is the generator's, or the machine's.
+    Each probe starts once the CPUs are quiet, and a failed rate is probed again (best of two): a
+    window spoiled by something else on the machine would otherwise cap every capacity search here
+    (a CI run read 484/s, where this machine kind keeps 2,875-4,875/s)."""
+    gen, probes = driver(name), []
+    search = Search(OPEN_START, resolution, OPEN_PROBES, retry_failures=True)
+    quiet = parse_cpus(loadgen_cpus) | {c for s in servers for c in s.cpu_affinity()}
+    while (rate := search.next_rate()) is not None:
+        settled_s = settle(None, quiet)
+        vus = vus_for(rate, Objective(), SCENARIO, OPEN_MAX_VUS)
+        spec = LoadSpec(port=port, scenario=SCENARIO, concurrency=vus, duration_s=window_s, rate=rate,
+                        cpus=loadgen_cpus, timeout_s=10.0, out_dir=work / f"{name}-open")
+        before = _cpu_s(servers)
+        r = gen.run(spec)
+        server_pct = 100 * (_cpu_s(servers) - before) / r.duration_s / len(servers)
+        verdict = judge(rate, r, [], OPEN, SCENARIO, None)
+        search.record(rate, verdict)
+        probes.append({"rate": rate, "vus": vus, "rps": round(r.rps), "dropped": r.dropped,
+                       "p50_ms": round(r.latency_p50, 2), "p99_ms": round(r.latency_p99, 2),
+                       "generator_cpu_pct": round(100 * r.loadgen_cpus_used / cpu_count(loadgen_cpus), 1),
+                       "server_cpu_pct": round(server_pct, 1), "settled_s": settled_s,
+                       "verdict": f"{verdict.state}: {verdict.why}"})
+        waited = f", after {settled_s:g} s waiting for quiet CPUs" if settled_s > 1 else ""
+        say(f"[dim]  {name} open model at {rate:,.0f}/s: {verdict.state} ({escape(verdict.why)}{waited})[/]")
+    return {"open_ceiling_rps": round(search.low), "open_outcome": search.outcome(),
+            "open_test": OPEN.describe(SCENARIO), "open_window_s": window_s, "open_resolution": resolution,
+            "open_probes": probes}
+
+
+def ensure_open_ceiling(name: str, server_cpus: str, loadgen_cpus: str, port: int, results_dir: Path,
+                        window_s: float, resolution: float, say) -> float:
+    """The generator's open-model ceiling with it on loadgen_cpus, measured now if this machine has
+    none: a capacity search above it would measure the generator. Its probes are as long as the
+    search's (window_s, at most OPEN_WINDOW_S), and it is resolved as finely as the search is
+    (resolution, at least OPEN_RESOLUTION): what k6 keeps for 2 s is the cap of 2-s probes, a cap
+    finer than the search reads nothing more, and each probe costs its window and a pause (14
+    probes of 2 s took 60 s here, the 7 of a 50-% search about 30 s). A coarser cap is a lower
+    one: kept for later runs, it can only make their generator limit more cautious."""
+    known = ceilings(results_dir=results_dir, loadgen_cpus=loadgen_cpus, key="open_ceiling_rps").get(name)
+    if known:
+        return known
+    from orchestrator.measure.runner import quiet_sigterm
+    procs.ensure_port_free(port, "nginx")
+    say(f"{name}'s open-model ceiling is not calibrated with it on CPU(s) {loadgen_cpus}: measuring it against "
+        f"nginx first (`bench calibrate` measures every generator)")
+    work = Path(tempfile.mkdtemp(prefix="bench-calibrate-"))
+    (work / OWNER_FILE).write_text(str(os.getpid()))
+    try:
+        with quiet_sigterm(), nginx(port, server_cpus, work) as servers:
+            entry = open_model(name, servers, port, loadgen_cpus, work, min(window_s, OPEN_WINDOW_S), say,
+                               max(resolution, OPEN_RESOLUTION))
+    except DriverFailed as e:
+        raise BenchError(f"could not measure {name}'s open-model ceiling: {e}") from None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if not entry["open_ceiling_rps"]:
+        raise BenchError(f"{name} kept no arrival rate against nginx ({entry['open_test']}; "
+                         f"{entry['open_outcome']}): a capacity search here would measure {name}")
+    entry.update({"open_measured_at": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+                  "server_cpus": server_cpus, "loadgen_cpus": loadgen_cpus})
+    _store(results_dir, host_info(), {name: entry}, merge=True)
+    say(_open_line(name, entry))
+    return entry["open_ceiling_rps"]
+
+
+def _open_line(name: str, entry: dict) -> str:
+    return f"{name}: open model {entry['open_ceiling_rps']:,} req/s ({entry['open_test']}, {entry['open_outcome']})"
+
+
+def bound(server_pct: float, generator_pct: float) -> str:
+    """Which side limited the figure: "server" (then it is only a lower bound of the generator's
+    ceiling), "generator", or "neither" (both had CPU to spare: other work on the machine took it,
+    and the figure says little)."""
+    if server_pct >= 100 * BUSY:
+        return "server"
+    return "generator" if generator_pct >= 100 * BUSY else "neither"
+
+
+def _chosen(generators: str | None, say) -> list[str]:
+    """The generators to calibrate: those named (each must be installed), else every installed one."""
+    named = parse_list(generators, list(GENERATORS), "generator")
+    for name in named or []:
+        driver(name).executable()     # MissingTool (exit 2) before anything starts
+    if named:
+        return named
+    found = []
+    for name in GENERATORS:
+        try:
+            driver(name).executable()
+            found.append(name)
+        except BenchError as e:
+            say(f"[dim]skipping {name}: {escape(str(e))}[/]")
+    return found
+
+
+def command(server_cpus: str | None, loadgen_cpus: str | None, duration: str, generators: str | None, port: int,
+            results_dir: Path, console) -> bool:
+    """`bench calibrate`: measure, store, print. False when a generator failed."""
+    from rich.table import Table
+
+    from orchestrator.measure.checks import busy_processes
+    from orchestrator.measure.runner import quiet_sigterm
+    server_cpus = options.cpu_list(server_cpus or "1", "--server-cpus")
+    loadgen_cpus = options.cpu_list(loadgen_cpus or "0", "--loadgen-cpus")
+    duration_s = options.duration(duration, "--duration")
+    options.port(port, "--port")
+    procs.ensure_port_free(port, "nginx")
+    nginx_exe = procs.require_tool("nginx", NGINX_INSTALL)
+    names = _chosen(generators, console.print)
+    if not names:
+        raise UsageError(f"no load generator is installed ({', '.join(GENERATORS)})")
+    host = host_info()
+    busy = busy_processes()
+    for b in busy:
+        console.print(f"[yellow]warning: busy:[/] {escape(b)}", soft_wrap=True)
+    common = {"server": tool_version(nginx_exe, "nginx"), "server_cpus": server_cpus, "loadgen_cpus": loadgen_cpus,
+              "window_s": duration_s, "windows": WINDOWS, "busy_at_start": busy}
+    console.print(f"calibrating {', '.join(names)} against {common['server']} on CPU(s) {server_cpus}, generators "
+                  f"on CPU(s) {loadgen_cpus}: {WINDOWS} x {duration_s:g} s at {', '.join(map(str, LEVELS))} "
+                  f"connections each")
+    entries: dict[str, dict] = {}
+    work = Path(tempfile.mkdtemp(prefix="bench-calibrate-"))
+    (work / OWNER_FILE).write_text(str(os.getpid()))   # `bench clean` removes it if this process is killed
+    try:
+        with quiet_sigterm(), nginx(port, server_cpus, work) as servers:
+            for name in names:
+                entry = {"version": tool_version(driver(name).executable(), name),
+                         "measured_at": dt.datetime.now().astimezone().isoformat(timespec="seconds"), **common}
+                guess = max((e.get("ceiling_rps", 0) for e in entries.values()), default=0) or 10_000
+                try:
+                    entry.update(measure(name, servers, port, server_cpus, loadgen_cpus, duration_s, work, guess))
+                    console.print(f"{name}: {entry['ceiling_rps']:,} rps at {entry['concurrency']} connections "
+                                  f"(generator {entry['generator_cpu_pct']:.0f} % of its CPUs, nginx "
+                                  f"{entry['server_cpu_pct']:.0f} %), bound: {entry['bound']}")
+                    if name in drivers_by_kind().get("capacity", ()):
+                        entry.update(open_model(name, servers, port, loadgen_cpus, work, duration_s, console.print))
+                        console.print(_open_line(name, entry))
+                except DriverFailed as e:
+                    entry["error"] = str(e)
+                    console.print(f"[red]{name} failed:[/] {escape(str(e))}", soft_wrap=True)
+                entries[name] = entry
+                path = _store(results_dir, host, {name: entry})   # each one kept even if a later one is interrupted
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    table = Table("generator", "version", "ceiling rps", "at conc.", "generator CPU %", "nginx CPU %", "bound",
+                  "open-model rps",
+                  title=f"{machine_key(host)}: nginx on CPU(s) {server_cpus}, generators on CPU(s) {loadgen_cpus}",
+                  caption="CPU % of the CPUs each side can use; bound: which side was at its limit; open-model rps: "
+                          f"the highest arrival rate kept with p99 <= {OPEN_P99_MS:g} ms and no arrival dropped")
+    table.columns[1].max_width = 40
+    for name, e in entries.items():
+        if "error" in e:
+            table.add_row(name, escape(e["version"]), "", "", "", "", "[red]failed[/]", "")
+            continue
+        table.add_row(name, escape(e["version"]), f"{e['ceiling_rps']:,}", str(e["concurrency"]),
+                      f"{e['generator_cpu_pct']:.0f}", f"{e['server_cpu_pct']:.0f}",
+                      {"server": "server: a lower bound", "neither": "[yellow]neither: machine busy?[/]"}.get(
+                          e["bound"], e["bound"]),
+                      f"{e['open_ceiling_rps']:,}" if "open_ceiling_rps" in e else "")
+    console.print(table)
+    console.print(f"stored in {path}")
+    return not any("error" in e for e in entries.values())

@@ -1,0 +1,179 @@
+"""Capacity at a latency objective: the highest arrival rate a target sustains with its objective met.
+
+Each probe is an open-model window (k6 constant-arrival-rate: arrivals on schedule whatever the
+server does, so no coordinated omission). A probe passes when the objective's percentile is within
+its bound, failed plus dropped arrivals are within the error budget, and the rate achieved is the
+rate offered. The search brackets (the first probe at the profile's common rate, then doubling
+until a probe fails, or halving until one passes) and then bisects until the interval
+[highest pass, lowest fail] is narrower than the resolution. A verdict within CLOSE of the bound
+is probed once more when it passed, and passes only if both probes pass.
+
+A probe the generator could not deliver (its CPUs saturated, a rate above what `bench calibrate`
+measured k6 to keep in an open model here, or arrivals dropped while the target answered fast) ends
+the search: the capacity is then "above what this machine can offer", with the highest passing
+rate as its lower bound and no upper bound.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from orchestrator.drivers import LoadResult
+from orchestrator.errors import UsageError
+from orchestrator.config.scenarios import Scenario
+from orchestrator.results.schema import PERCENTILES, percentile_label
+
+CLOSE = 0.10          # a latency within 10 % of the bound is a close verdict: probed again
+RATE_MET = 0.97       # of the offered rate: an open model that achieves less fell behind
+MIN_VUS = 50
+
+
+def vus_for(rate: float, objective: "Objective", scenario: Scenario, most: int) -> int:
+    """k6 VUs for a probe: the requests in flight at the objective by Little's law (rate x bound), so
+    that a target within its objective never runs out of them, and no more. Idle VUs are not free:
+    each holds a connection, and at 6,000 req/s of Spring MVC json, 2,000 VUs read p99 73-75 ms where
+    600 read 4-17 ms (the server's p50 0.25 ms, its CPU 30 %)."""
+    return max(MIN_VUS, min(most, math.ceil(rate * objective.bound_for(scenario) / 1000)))
+PASS, FAIL, LIMIT = "pass", "fail", "generator-limit"
+
+
+@dataclass(frozen=True)
+class Objective:
+    """The service-level objective of a capacity search."""
+    percentile: str = "p99"      # a key of schema.PERCENTILES
+    bound_ms: float = 50.0       # over the scenario's own wait (a sleep scenario's sleep)
+    error_budget: float = 0.001  # failed and dropped arrivals, as a share of those offered
+
+    def bound_for(self, scenario: Scenario) -> float:
+        return self.bound_ms + scenario.wait_ms
+
+    def describe(self, scenario: Scenario) -> str:
+        return (f"{percentile_label(self.percentile)} <= {self.bound_for(scenario):g} ms, "
+                f"errors <= {100 * self.error_budget:g} %")
+
+
+def parse_slo(text: str) -> tuple[str, float]:
+    """'p99=50ms' -> ('p99', 50.0): the percentile and its bound over the scenario's own wait."""
+    m = re.fullmatch(r"\s*(p\d+(?:\.\d+)?)\s*=\s*(\d+(?:\.\d+)?)\s*ms\s*", text or "")
+    key = m and {percentile_label(k): k for k in PERCENTILES}.get(m.group(1))
+    if not key:
+        raise UsageError(f"--slo {text!r} is not PERCENTILE=BOUNDms with a percentile of "
+                         f"{', '.join(percentile_label(k) for k in PERCENTILES)} (e.g. p99=50ms)")
+    return key, float(m.group(2))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    state: str     # PASS, FAIL or LIMIT
+    why: str
+    close: bool = False
+
+
+def judge(offered: float, r: LoadResult, flags: list[str], objective: Objective, scenario: Scenario,
+          most: float | None, vus: int | None = None) -> Verdict:
+    """Whether one probe at the offered rate met the objective, and if not, why. most: the highest
+    rate the generator can offer here (None: unknown); vus: the VUs k6 had.
+
+    k6 drops an arrival only when every VU is busy, and at `offered` arrivals a second that takes a
+    request in flight for at least vus / offered seconds. So when even the slowest answer of the
+    window (its max, not its p99: a 0.3-s pause at 4,000 req/s holds 200 VUs and leaves p99 at
+    3 ms) was too short to keep half the VUs waiting, the drops were the generator's; otherwise the
+    target stalled, and its drops count against it."""
+    if "loadgen-saturated" in flags or "loadgen-cpus-busy" in flags:
+        return Verdict(LIMIT, "the load generator's CPUs were saturated")
+    if most and offered > most:
+        return Verdict(LIMIT, f"{offered:,.0f} req/s is above the {most:,.0f} req/s the generator can offer here "
+                              f"(bench calibrate)")
+    arrivals = max(1.0, offered * r.duration_s)
+    latency, bound = getattr(r, f"latency_{objective.percentile}"), objective.bound_for(scenario)
+    if vus and r.dropped > objective.error_budget * arrivals and r.latency_max == r.latency_max \
+            and offered * r.latency_max / 1000 < vus / 2:
+        return Verdict(LIMIT, f"k6 dropped {r.dropped:,} arrivals while its slowest response took "
+                              f"{r.latency_max:,.1f} ms: at most {math.ceil(offered * r.latency_max / 1000)} of "
+                              f"its {vus} VUs were ever waiting for the server, so the generator could not keep the rate")
+    failed = r.errors + r.errors_status + r.dropped
+    if failed > objective.error_budget * arrivals:
+        return Verdict(FAIL, f"{100 * failed / arrivals:.2g} % of arrivals failed or dropped "
+                             f"(budget {100 * objective.error_budget:g} %)")
+    if r.rps < RATE_MET * offered:
+        return Verdict(FAIL, f"achieved {r.rps:,.0f} of {offered:,.0f} req/s")
+    label = percentile_label(objective.percentile)
+    if latency != latency:
+        return Verdict(FAIL, f"no {label} latency measured")
+    close = abs(latency - bound) <= CLOSE * bound
+    if latency > bound:
+        return Verdict(FAIL, f"{label} {latency:,.1f} ms > {bound:g} ms", close)
+    return Verdict(PASS, f"{label} {latency:,.1f} ms <= {bound:g} ms", close)
+
+
+@dataclass
+class Search:
+    """Bracketing, then bisection of the arrival rate. Rates are whole requests per second."""
+    start: float
+    resolution: float             # stop when (upper - low) / low is at most this
+    max_probes: int
+    max_rate: float | None = None  # the most the generator can offer here by calibration (None: unknown)
+    floor: float = 1.0
+    low: float = 0.0               # the highest rate that passed
+    high: float | None = None      # the lowest rate that failed
+    limit: float | None = None     # the lowest rate the generator could not offer
+    # best of two: a failed rate is probed once more and passes if either probe passed (for a
+    # generator's own ceiling, where a window spoiled by anything else on the machine is not the
+    # generator's limit; a target's capacity keeps the strict rule, every probe at a rate must pass)
+    retry_failures: bool = False
+    probes: list[tuple[float, Verdict]] = field(default_factory=list)
+
+    def next_rate(self) -> float | None:
+        """The next rate to probe, or None when the search is over. Below a generator limit the search
+        bisects towards it, so that "at least" is as high as this machine can offer."""
+        if len(self.probes) >= self.max_probes:
+            return None
+        last = self.probes[-1][1] if self.probes else None
+        if last and not self._repeated() and \
+                (last.state == FAIL if self.retry_failures else last.close and last.state == PASS):
+            return self.probes[-1][0]
+        if self.high is None and self.limit is None:
+            rate = self.start if not self.probes else 2 * self.low
+            if not (self.max_rate and rate > self.max_rate):
+                return float(round(rate))
+            if self.low >= self.max_rate:
+                self.limit = self.max_rate
+                return None
+            return float(round(self.max_rate))
+        upper = min(r for r in (self.high, self.limit) if r is not None)
+        if self.low == 0:
+            rate = round(upper / 2)
+            return float(rate) if rate >= self.floor else None
+        if (upper - self.low) / self.low <= self.resolution:
+            return None
+        return float(round((self.low + upper) / 2))
+
+    def _repeated(self) -> bool:
+        return len(self.probes) >= 2 and self.probes[-2][0] == self.probes[-1][0]
+
+    def record(self, rate: float, verdict: Verdict) -> None:
+        self.probes.append((rate, verdict))
+        states = [v.state for r, v in self.probes if r == rate]
+        if verdict.state == LIMIT:
+            self.limit = rate if self.limit is None else min(self.limit, rate)
+        elif self.retry_failures:
+            if PASS in states:
+                self.low = max(self.low, rate)
+            elif self._repeated():
+                self.high = rate if self.high is None else min(self.high, rate)
+        elif all(s == PASS for s in states) and (not verdict.close or self._repeated()):
+            self.low = max(self.low, rate)
+        elif FAIL in states:
+            self.high = rate if self.high is None else min(self.high, rate)
+
+    def outcome(self) -> str:
+        """found (an interval narrower than the resolution), above-generator (no failure below what the
+        generator could offer), below-floor, or unresolved (the probe budget ran out first)."""
+        if self.high is not None and self.low == 0:
+            return "below-floor"
+        if self.limit is not None and (self.high is None or self.high > self.limit):
+            return "above-generator"
+        if self.high is not None and (self.high - self.low) / self.low <= self.resolution:
+            return "found"
+        return "unresolved"

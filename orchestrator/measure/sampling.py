@@ -1,0 +1,216 @@
+"""Sampling the server and the load-generator CPUs while a cell runs, and cutting out the measured window.
+
+The sampler polls from a background thread for as long as it is open (the whole driver call: the
+generator's start-up, its window, its drain), and keeps every poll. The figures stored with a cell
+are then taken over exactly the generator's own window (its start and length, which each driver
+reports), so that a generator's set-up, a warm-up's stragglers or a CSV being parsed never count:
+CPU seconds interpolated at the window's edges, RSS and threads the peaks of the polls inside it,
+GC and JIT compilation from the JVM's counters, the busy share of the load-generator CPUs from /proc/stat,
+and, with a probe, what Redis, MariaDB and the kernel counted (evidence.py).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+from orchestrator.measure.evidence import COUNTERS, GAUGES, Evidence, Probe, Reading
+from orchestrator.targets.jvm import parse_cpus
+from orchestrator.targets.runtimes import Server
+
+INTERVAL_S = 0.25
+
+
+@dataclass
+class ServerSample:
+    cpu_s: float = float("nan")
+    wall_s: float = float("nan")      # how long the window lasted
+    peak_rss_bytes: int = 0
+    peak_threads: int = 0
+    peak_container_mem_bytes: int | None = None
+    gc_count: int | None = None
+    gc_time_s: float | None = None
+    collector: str = ""
+    jit_time_s: float | None = None
+    switches: float | None = None                # times the server's threads were put on a CPU
+    loadgen_cpus_busy_pct: float | None = None   # everything that ran on the load-generator CPUs
+    evidence: Evidence | None = None             # the backends' and the kernel's counts (with a probe)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One poll: the server's counters and the load-generator CPUs' busy and total jiffies."""
+    epoch_s: float
+    cpu_s: float
+    rss_bytes: int
+    threads: int
+    container_mem_bytes: int | None
+    gc_count: int | None
+    gc_time_s: float | None
+    jit_time_s: float | None
+    cpus_busy: int
+    cpus_total: int
+    backends: Reading | None = None
+    switches: int | None = None
+
+
+def cpu_ticks(cpus: set[int]) -> tuple[int, int]:
+    """(busy, total) jiffies of the given CPUs since boot, from /proc/stat: everything that ran there
+    (every process, the kernel's softirq and interrupts, steal) counts as busy; idle and iowait do not."""
+    busy = total = 0
+    with open("/proc/stat") as f:
+        for line in f:
+            if not line.startswith("cpu") or line.startswith("cpu "):
+                continue
+            name, *fields = line.split()
+            if int(name[3:]) not in cpus:
+                continue
+            values = [int(v) for v in fields[:8]]   # user nice system idle iowait irq softirq steal
+            total += sum(values)
+            busy += sum(values) - values[3] - values[4]
+    return busy, total
+
+
+IDLE_SERVER = 0.05   # of one core: a JVM with no load (GC, JIT, timers) stays well below it
+IDLE_CPUS = 0.10     # of the load-generator CPUs' time: idle Redis, MariaDB and wires stay well below it
+
+
+def settle(server: Server | None, loadgen_cpus: set[int], max_s: float = 30.0, step_s: float = 0.5) -> float:
+    """Wait until the server (if one runs) and the load-generator CPUs are quiet for step_s (up to
+    max_s); returns the seconds waited. Requests the last load left queued keep the server or the
+    database busy after the generator stops, and a round trip probed meanwhile (on those CPUs, through
+    wires that run there) reads their contention, not the link."""
+    def cpu_s() -> float | None:
+        u = server.usage() if server else None
+        return u.cpu_s if u else (None if server else 0.0)
+
+    t0 = time.monotonic()
+    last, ticks = cpu_s(), cpu_ticks(loadgen_cpus)
+    while last is not None and time.monotonic() - t0 < max_s:
+        time.sleep(step_s)
+        now, now_ticks = cpu_s(), cpu_ticks(loadgen_cpus)
+        if now is None:
+            break
+        busy, total = now_ticks[0] - ticks[0], now_ticks[1] - ticks[1]
+        if now - last <= IDLE_SERVER * step_s and busy <= IDLE_CPUS * total:
+            break
+        last, ticks = now, now_ticks
+    return round(time.monotonic() - t0, 2)
+
+
+def _at(points: list[Point], t: float, value) -> float:
+    """A cumulative counter at epoch t, interpolated linearly between the polls around it."""
+    before = [p for p in points if p.epoch_s <= t]
+    after = [p for p in points if p.epoch_s >= t]
+    a = before[-1] if before else points[0]
+    b = after[0] if after else points[-1]
+    if b.epoch_s <= a.epoch_s:
+        return value(a)
+    return value(a) + (value(b) - value(a)) * (t - a.epoch_s) / (b.epoch_s - a.epoch_s)
+
+
+def _inside(points: list[Point], t0: float, t1: float) -> list[Point]:
+    """The polls within [t0, t1], or the one nearest its end when the window fell between two polls."""
+    return [p for p in points if t0 <= p.epoch_s <= t1] or [min(points, key=lambda p: abs(p.epoch_s - t1))]
+
+
+class Sampler:
+    """Context manager: polls the server and the load-generator CPUs for as long as it is open;
+    window(t0, t1) gives the figures of any part of that time."""
+
+    def __init__(self, server: Server, loadgen_cpus: str = "0", probe: Probe | None = None):
+        self.server = server
+        self.probe = probe
+        self.cpus = parse_cpus(loadgen_cpus)
+        self.timeline: list[Point] = []
+        self.collector = ""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _poll(self) -> None:
+        u = self.server.usage()
+        if u is None or (u.at is not None and self.timeline and u.at <= self.timeline[-1].epoch_s):
+            return   # exited, or a server read at intervals of its own (a remote engine) has nothing new
+        gc = self.server.counters()
+        if gc:
+            self.collector = gc.collector
+        busy, total = cpu_ticks(self.cpus)
+        self.timeline.append(Point(u.at or time.time(), u.cpu_s, u.rss_bytes, max(u.threads, gc.threads if gc else 0),
+                                   u.container_mem_bytes, gc.gc_count if gc else None,
+                                   gc.gc_time_s if gc else None, gc.jit_time_s if gc else None, busy, total,
+                                   self.probe.read() if self.probe else None, u.switches))
+
+    def _loop(self) -> None:
+        while not self._stop.wait(INTERVAL_S):
+            self._poll()
+
+    def __enter__(self) -> "Sampler":
+        self._poll()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.server.usage_after(time.time())   # the last window's edge needs a reading taken after it
+        self._poll()
+        if self.probe:
+            self.probe.close()
+
+    def window(self, t0: float, t1: float, whole_load: bool = False) -> ServerSample:
+        """The figures between epoch seconds t0 and t1. Counters (CPU, GC, CPU ticks) are differences
+        at the edges; RSS and threads are the peaks of the polls inside (or the nearest one).
+
+        whole_load says the window holds all the load this sampler saw (one generator run, no ramp).
+        The backends then count only that load's work, and their counters are read at the first and
+        last polls, taken before the generator started and after it ended: exact. Interpolating them
+        at the window's edges would undercount, as a counter that rises only while load runs is not
+        linear across a poll interval in which the load starts or stops (by 2-5 % in 3 s windows)."""
+        out = ServerSample(collector=self.collector, wall_s=t1 - t0)
+        points = self.timeline
+        if not points:
+            return out
+        out.cpu_s = _at(points, t1, lambda p: p.cpu_s) - _at(points, t0, lambda p: p.cpu_s)
+        inside = _inside(points, t0, t1)
+        out.peak_rss_bytes = max(p.rss_bytes for p in inside)
+        out.peak_threads = max(p.threads for p in inside)
+        mem = [p.container_mem_bytes for p in inside if p.container_mem_bytes is not None]
+        out.peak_container_mem_bytes = max(mem) if mem else None
+        # GC counters step at a pause, not smoothly: take the polls that enclose the window.
+        first = ([p for p in points if p.epoch_s <= t0] or points[:1])[-1]
+        last = ([p for p in points if p.epoch_s >= t1] or points[-1:])[0]
+        if first.gc_count is not None and last.gc_count is not None:
+            out.gc_count = last.gc_count - first.gc_count
+            out.gc_time_s = last.gc_time_s - first.gc_time_s
+            out.jit_time_s = last.jit_time_s - first.jit_time_s
+        if all(p.switches is not None for p in points):
+            # of live threads: one that ended takes its count along, hence never below zero
+            out.switches = max(0.0, _at(points, t1, lambda p: p.switches) - _at(points, t0, lambda p: p.switches))
+        total = _at(points, t1, lambda p: p.cpus_total) - _at(points, t0, lambda p: p.cpus_total)
+        if total > 0:
+            busy = _at(points, t1, lambda p: p.cpus_busy) - _at(points, t0, lambda p: p.cpus_busy)
+            out.loadgen_cpus_busy_pct = 100.0 * busy / total
+        if self.probe:
+            out.evidence = _evidence([p for p in points if p.backends], t0, t1, whole_load)
+        return out
+
+
+def _evidence(points: list[Point], t0: float, t1: float, whole_load: bool) -> Evidence:
+    """Counters as differences at the window's edges (or, for the whole load, at the first and last
+    polls); gauges as the peaks of the polls inside it. A counter some poll could not read (its
+    backend was down) has no figure."""
+    out = Evidence()
+    if not points:
+        return out
+    for name in COUNTERS:
+        if all(name in p.backends.counters for p in points):
+            def value(p, name=name):
+                return p.backends.counters[name]
+            rise = (value(points[-1]) - value(points[0]) if whole_load
+                    else _at(points, t1, value) - _at(points, t0, value))
+            setattr(out, name, max(0.0, rise))
+    inside = _inside(points, t0, t1)
+    for field, gauge in GAUGES.items():
+        values = [getattr(p.backends, gauge) for p in inside if getattr(p.backends, gauge) is not None]
+        setattr(out, field, max(values) if values else None)
+    return out

@@ -1,0 +1,124 @@
+"""Warming a target up until it is steady, at the load its cell will measure.
+
+On one core a JVM's JIT competes with the requests and needs far longer than a fixed few seconds
+(Spring WebFlux on json: 1.4k rps after 5 s, 10.6k after a minute), so a fixed warm-up would
+publish a cold JVM. Two windows that agree are not enough either: a slow climb passes that test.
+A target is steady when, over the last STEADY_WINDOWS windows,
+  - its pace no longer climbs (rps in a closed loop; in an open model, whose rps is its rate, the
+    inverse of its median latency): the least-squares slope is at most CLIMB of their median per
+    window (a JIT still at work climbs by 20-50 % a window here; windows of a warmed-up JVM scatter by about 5 %
+    at 500 connections, so a rule on the spread of a few windows, as before, called 4 of 15
+    warmed-up JVMs not steady, while a slope over four windows has a noise of about 2 %),
+  - the JIT compilers were quiet in the last one (compiling at most JIT_QUIET of its time, read from
+    the JVM's own counters; a JVM still compiling is still getting faster).
+A fall in rps is not a warm-up, and neither are stalls: the measured window's own checks (Little's
+law in a closed loop) and the repeats show them. Little's law is kept per window in windows.json;
+it is not a condition here, because a server that makes connections wait by design (Tomcat's
+accept queue of 100 at 2,000 connections: rps x mean = 0.25 x connections) would never be steady.
+Every profile warms up this way: wrk at the cell's connections (a ramp: its first step's users),
+or, for an open-model rate, k6 at the cell's rate.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, replace
+from statistics import median
+
+from orchestrator import drivers
+from orchestrator.measure.checks import littles_law_holds
+from orchestrator.targets.runtimes import Server
+from orchestrator.results.schema import CLIMB, JIT_QUIET, STEADY_WINDOWS
+
+
+@dataclass(frozen=True)
+class Window:
+    rps: float
+    littles_ok: bool
+    jit_s: float | None      # JIT compilation time during the window (None: counters unreadable)
+    duration_s: float
+    # An open model's rps is its rate whatever the server does: a JVM warming up there answers sooner
+    # instead, so its windows are judged by their median latency (None: a closed loop, judged by rps).
+    latency_p50_ms: float | None = None
+
+    @property
+    def pace(self) -> float:
+        """What a warming JVM raises: rps in a closed loop; in an open model, the inverse of the
+        median latency (a window that answered nothing has the slowest pace)."""
+        if self.latency_p50_ms is None:
+            return self.rps
+        return 1000.0 / self.latency_p50_ms if self.latency_p50_ms > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    spent_s: float
+    steady: bool
+    windows: tuple[Window, ...]
+    quiet_gap_s: float = 0.0
+
+
+def climb(rps: list[float]) -> float:
+    """The least-squares slope of rps over consecutive windows, in parts of their median per window."""
+    n, mid = len(rps), median(rps)
+    x_mean, y_mean = (n - 1) / 2, sum(rps) / n
+    slope = sum((i - x_mean) * (y - y_mean) for i, y in enumerate(rps)) / sum((i - x_mean) ** 2 for i in range(n))
+    return slope / mid if mid > 0 else float("inf")
+
+
+def steady(windows: list[Window] | tuple[Window, ...]) -> bool:
+    last = list(windows)[-STEADY_WINDOWS:]
+    if len(last) < STEADY_WINDOWS or climb([w.pace for w in last]) > CLIMB:
+        return False
+    final = last[-1]
+    return final.jit_s is None or final.jit_s <= JIT_QUIET * final.duration_s
+
+
+def quiet_gap_s(last: drivers.LoadResult | None) -> float:
+    """The pause between warm-up and measurement: the server finishes what the warm-up left in
+    flight (up to about its slowest responses) before the measured window opens."""
+    if last is None or last.latency_p99 != last.latency_p99:
+        return 1.0
+    return min(5.0, max(1.0, 2 * last.latency_p99 / 1000.0))
+
+
+def _median_ms(r: drivers.LoadResult) -> float:
+    """The window's median latency; 0 when nothing was answered (its pace is then the slowest)."""
+    return r.latency_p50 if r.latency_p50 == r.latency_p50 else 0.0
+
+
+def _jit_s(server: Server) -> float | None:
+    c = server.counters()
+    return c.jit_time_s if c else None
+
+
+def warm_up(window_s: float, max_s: float, spec: drivers.LoadSpec, server: Server) -> WarmUp:
+    """Load in windows of window_s until steady (or max_s is spent), then pause for the quiet gap."""
+    if window_s <= 0:
+        return WarmUp(0.0, True, ())
+    driver = drivers.get("k6" if spec.rate else "wrk")
+    spent, windows, last = 0.0, [], None
+    closed = not spec.rate
+    while True:
+        jit0 = _jit_s(server)
+        last = driver.run(replace(spec, duration_s=window_s))
+        jit1 = _jit_s(server)
+        spent += window_s
+        windows.append(Window(rps=last.rps,
+                              littles_ok=not closed or littles_law_holds(spec.concurrency, last),
+                              jit_s=jit1 - jit0 if jit0 is not None and jit1 is not None else None,
+                              duration_s=window_s,
+                              latency_p50_ms=None if closed else _median_ms(last)))
+        done = steady(windows)
+        if done or spent + window_s > max_s:
+            gap = quiet_gap_s(last)
+            _keep(spec, windows, done, gap)
+            time.sleep(gap)
+            return WarmUp(spent, done, tuple(windows), gap)
+
+
+def _keep(spec: drivers.LoadSpec, windows: list[Window], done: bool, gap: float) -> None:
+    """Every window's figures beside the generator's files: why a cell was (not) called steady."""
+    spec.out_dir.mkdir(parents=True, exist_ok=True)
+    (spec.out_dir / f"{spec.stem}.windows.json").write_text(json.dumps(
+        {"steady": done, "quiet_gap_s": gap, "windows": [asdict(w) for w in windows]}, indent=1) + "\n")

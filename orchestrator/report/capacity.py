@@ -1,0 +1,157 @@
+"""The capacity section of a report: capacity at the objective per target and scenario, each target's
+cost per request at the common rate (where every target does the same work) and at its capacity,
+and latency against the offered rate with the objective drawn in. Reads rows only (results, schema)."""
+from __future__ import annotations
+
+from matplotlib.figure import Figure
+
+from orchestrator import lazy
+from orchestrator.results.schema import PERCENTILES, latency_column, percentile_label
+
+pd = lazy.module("pandas")
+
+OUTCOMES = {"found": "", "above-generator": " (generator limit)",
+            "below-floor": " (below the lowest rate probed)", "unresolved": " (probe budget spent)"}
+
+
+def split(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(probe rows, capacity rows, every other row) of a run."""
+    search = df["kind"] == "capacity" if "kind" in df else pd.Series(False, index=df.index)
+    capacity = search & df["rate"].isna()
+    return df[search & ~capacity], df[capacity], df[~search]
+
+
+def _interval(row) -> str:
+    if row["status"] != "ok":
+        return f"failed: {str(row['reason']).splitlines()[0][:60]}"
+    low, high = row["capacity_low_rps"], row["capacity_high_rps"]
+    span = f"{low:,.0f} – {high:,.0f}" if high == high and high is not None else f"≥ {low:,.0f}"
+    return span + OUTCOMES.get(row["verdict"], f" ({row['verdict']})")
+
+
+def across_jvms(rows: pd.DataFrame) -> tuple[float, float] | None:
+    """The interval the repeats of one target and scenario (each a fresh JVM) support together:
+    every JVM carried at least the lowest of their capacities and failed below the highest of their
+    breaks (inf: some JVM was not broken, the generator's limit). None when a repeat failed."""
+    if rows.empty or (rows["status"] != "ok").any():
+        return None
+    highs = rows["capacity_high_rps"].astype(float)
+    return float(rows["capacity_low_rps"].min()), float("inf") if highs.isna().any() else float(highs.max())
+
+
+def _span(low: float, high: float) -> str:
+    return f"≥ {low:,.0f}" if high == float("inf") else f"{low:,.0f} – {high:,.0f}"
+
+
+def capacity_table(capacity: pd.DataFrame) -> pd.DataFrame:
+    """Targets by scenarios: the interval [highest rate that passed, lowest that failed) in req/s,
+    one per repeat, and with 2 or more the interval they support together."""
+    cells = capacity.assign(text=capacity.apply(_interval, axis=1)).sort_values("repeat")
+    groups = cells.groupby(["target", "scenario"])
+
+    def text(rows: pd.DataFrame) -> str:
+        joint = across_jvms(rows) if len(rows) > 1 else None
+        return "; ".join(rows["text"]) + (f" → across JVMs {_span(*joint)}" if joint else "")
+    table = groups.apply(text, include_groups=False).unstack("scenario")
+    return table.reset_index().rename(columns={"target": "target (capacity in req/s)"}).fillna("")
+
+
+def ordering(capacity: pd.DataFrame) -> list[str]:
+    """Per scenario of two targets or more, which have more capacity than which, in every JVM: A is
+    above B only when the lowest capacity A reached in any JVM is at or above the highest rate at
+    which B failed in any JVM. Overlapping intervals tell nothing apart, however far apart their midpoints are."""
+    out = []
+    for scenario, rows in capacity.groupby("scenario"):
+        joint = {t: across_jvms(r) for t, r in rows.groupby("target")}
+        joint = {t: j for t, j in joint.items() if j is not None}
+        if len(joint) < 2:
+            continue
+        ranked = sorted(joint.items(), key=lambda kv: -kv[1][0])
+        above = [f"{a} ({_span(*ja)}) above {b} ({_span(*jb)})"
+                 for a, ja in ranked for b, jb in ranked if a != b and ja[0] >= jb[1]]
+        out.append(f"{scenario}: " + ("; ".join(above) if above else
+                                       "no target's capacity is above another's in every JVM"))
+    return out
+
+
+def efficiency_table(probes: pd.DataFrame, capacity: pd.DataFrame, common_rate: float) -> pd.DataFrame:
+    """Per target and scenario: the cost of a request at the common rate and at capacity (medians
+    over repeats)."""
+    common = probes[probes["rate"] == common_rate]
+    common = common.assign(passed=common["verdict"].str.startswith("pass"))
+    at_common = common.groupby(["scenario", "target"])[
+        ["cpu_ms_per_request", "rps_per_mib", "server_peak_rss_mb", latency_column("p99"), "startup_s"]].median()
+    # a target that could not carry the common rate was overloaded there: its cost is not comparable
+    at_common["met"] = common.groupby(["scenario", "target"])["passed"].all().map({True: "yes", False: "no ✗"})
+    at_capacity = capacity[capacity["requests"] > 0].groupby(["scenario", "target"])[
+        ["rps", "rps_per_core", "rps_per_mib"]].median()
+    out = at_common.join(at_capacity, how="outer", rsuffix="_cap").reset_index()
+    fmt = {"met": ("objective met @ common", "{}"),
+           "cpu_ms_per_request": ("CPU ms/req @ common", "{:.3f}"),
+           "rps_per_mib": ("req/s per MiB @ common", "{:.2f}"),
+           "server_peak_rss_mb": ("RSS MiB @ common", "{:.0f}"),
+           latency_column("p99"): ("p99 ms @ common", "{:.1f}"),
+           "startup_s": ("startup s", "{:.2f}"),
+           "rps": ("req/s @ capacity", "{:,.0f}"),
+           "rps_per_core": ("req per CPU-s @ capacity", "{:,.0f}"),
+           "rps_per_mib_cap": ("req/s per MiB @ capacity", "{:.2f}")}
+    for col, (_, spec) in fmt.items():
+        if col in out:
+            out[col] = out[col].map(lambda v, s=spec: s.format(v) if v == v and v is not None else "")
+    return out.rename(columns={c: label for c, (label, _) in fmt.items()})
+
+
+def capacity_chart(probes: pd.DataFrame, capacity: pd.DataFrame, scenario: str, colors: dict,
+                   percentile: str, bound_ms: float | None) -> Figure:
+    """Latency at the objective's percentile against the offered rate, a line per target (the median
+    over repeats at each rate probed), passes filled, fails hollow, the objective dashed, and each
+    target's break (its lowest failing rate) marked with a cross."""
+    col = latency_column(percentile)
+    fig = Figure(figsize=(9, 4.6), dpi=110, layout="constrained")
+    ax = fig.subplots()
+    for target, rows in probes[probes["scenario"] == scenario].groupby("target"):
+        rows = rows.assign(passed=rows["verdict"].str.startswith("pass"))
+        by_rate = rows.groupby("rate").agg(latency=(col, "median"), passed=("passed", "all")).reset_index()
+        color = colors.get(target, "k")
+        ax.plot(by_rate["rate"], by_rate["latency"], "-", color=color, label=target, lw=1.4)
+        ok, bad = by_rate[by_rate["passed"]], by_rate[~by_rate["passed"]]
+        ax.plot(ok["rate"], ok["latency"], "o", color=color, ms=5)
+        ax.plot(bad["rate"], bad["latency"], "o", mfc="white", color=color, ms=5)
+        cap = capacity[(capacity["scenario"] == scenario) & (capacity["target"] == target)]
+        high = cap["capacity_high_rps"].dropna()
+        if len(high):
+            at = by_rate[by_rate["rate"] == high.median()]
+            if len(at):
+                ax.plot(at["rate"], at["latency"], "x", color=color, ms=11, mew=2.5)
+    if bound_ms is not None:
+        ax.axhline(bound_ms, color="#c62828", ls="--", lw=1.2, label=f"objective {percentile_label(percentile)} "
+                                                                     f"<= {bound_ms:g} ms")
+    values = probes.loc[probes["scenario"] == scenario, col].dropna()
+    if len(values) and values.max() / max(values.min(), 1e-3) > 20:
+        ax.set_yscale("log")
+    rates = probes.loc[probes["scenario"] == scenario, "rate"].dropna()
+    if len(rates) and rates.max() / max(rates.min(), 1) > 20:
+        ax.set_xscale("log")
+    ax.set_xlabel("offered rate (req/s, open model)")
+    ax.set_ylabel(f"{percentile_label(percentile)} latency (ms)")
+    ax.set_title(f"{scenario}: latency against offered rate (filled: pass, hollow: fail, ×: where it breaks)")
+    ax.grid(True, which="both", alpha=.3)
+    ax.legend(fontsize=8, loc="upper left")
+    return fig
+
+
+def objective_of(profile: dict) -> tuple[str, float]:
+    """(percentile key, common rate) of a plan's profile (run.json); the bound is per scenario (bound_of)."""
+    key = profile.get("slo_percentile", "p99")
+    return (key if key in PERCENTILES else "p99"), float(profile.get("common_rate", 500))
+
+
+def bound_of(probes: pd.DataFrame, scenario: str) -> float | None:
+    """The objective's bound for a scenario, read back from the rows' own slo text ("p99 <= 150 ms, ...")."""
+    slo = probes.loc[probes["scenario"] == scenario, "slo"].dropna()
+    if not len(slo):
+        return None
+    try:
+        return float(str(slo.iloc[0]).split("<=")[1].split("ms")[0])
+    except (IndexError, ValueError):
+        return None   # a row written by another version: no line rather than a wrong one

@@ -1,0 +1,96 @@
+"""A study's claim, re-tested: the figure it states, measured here, and whether the evidence recorded
+in the same cells supports the explanation the study gives for it.
+
+A preset lists its study's claims ([[claims]] in presets/*.toml): the claim in words, the target and
+scenario it is about, the figure to show (a row column), and the evidence that tests the
+explanation: a measure of the row (MEASURES) and the condition under which the explanation holds
+(`holds = ">= 190"`), and optionally the load level the claim is about (`level = 2000`, in the
+run's level column: connections). The report writes one sentence per claim and load level, with medians over the
+unflagged repeats: "the explanation holds", "does not hold", "no evidence recorded" when the run had none
+(for instance without --jfr), or "not judged" when every repeat carries a flag (a quick form's cold
+cells are `not-steady`).
+"""
+from __future__ import annotations
+
+import operator
+import re
+
+from orchestrator import lazy
+from orchestrator.results.schema import COLUMNS
+
+pd = lazy.module("pandas")
+
+# Evidence measures: name -> (what it is, in words; how a row gives it)
+MEASURES = {
+    "asleep": ("threads asleep on average (Flight Recorder, sleeps >= 10 ms)",
+               lambda r: r["jfr_sleep_ms"] / 1000 / r["duration_s"]),
+    "parked": ("threads parked on average (Flight Recorder, parks >= 10 ms, a pool's idle workers left out)",
+               lambda r: r["jfr_parked_ms"] / 1000 / r["duration_s"]),
+    "event-loop-app-share": ("share of the event loop's CPU samples in application code (%)",
+                             lambda r: 100 * r["jfr_event_loop_app_share"]),
+    "pinned": ("virtual-thread pinning events (Flight Recorder)", lambda r: r["jfr_pinned_count"]),
+    "threads-on-cpu": ("platform threads that used >= 1 % of a CPU (Flight Recorder)",
+                       lambda r: r["jfr_platform_threads_busy"]),
+    "listen-overflows": ("listen-queue overflows counted by the kernel", lambda r: r["tcp_listen_overflows"]),
+    "switches-per-request": ("OS context switches into the server per request (schedstat)",
+                             lambda r: r["server_switches_per_request"]),
+}
+# The measures read from Flight Recorder's events: a run records them only with --jfr.
+RECORDED = {"asleep", "parked", "event-loop-app-share", "pinned", "threads-on-cpu"}
+_OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
+_HOLDS = re.compile(r"\s*(>=|<=|>|<)\s*(-?\d+(?:\.\d+)?)\s*")
+FIELDS = ("claim", "target", "scenario", "figure", "evidence", "holds")
+
+
+def check(claim: dict) -> str | None:
+    """What is wrong with a claim's fields, or None."""
+    missing = [f for f in FIELDS if not isinstance(claim.get(f), str) or not claim[f].strip()]
+    if missing:
+        return f"needs {', '.join(missing)} (text)"
+    if claim["figure"] not in COLUMNS:
+        return f"figure '{claim['figure']}' is not a column of the results (schema.py)"
+    if claim["evidence"] not in MEASURES:
+        return f"evidence '{claim['evidence']}' is not one of {', '.join(MEASURES)}"
+    if not _HOLDS.fullmatch(claim["holds"]):
+        return f"holds '{claim['holds']}' is not a comparison such as '>= 190'"
+    if "level" in claim and (isinstance(claim["level"], bool) or not isinstance(claim["level"], (int, float))):
+        return f"level must be a number (the load level the claim is about), not {claim['level']!r}"
+    unknown = set(claim) - {*FIELDS, "level"}
+    if unknown:
+        return f"unknown field(s) {', '.join(sorted(unknown))}; valid: {', '.join((*FIELDS, 'level'))}"
+    return None
+
+
+def sentences(df: pd.DataFrame, claims: list[dict], x: str = "concurrency") -> list[str]:
+    """One sentence per claim and load level of its target and scenario in df."""
+    out = []
+    for c in claims:
+        rows = df[(df["target"] == c["target"]) & (df["scenario"] == c["scenario"]) & (df["status"] == "ok")]
+        at = f" at {x} {c['level']:g}" if "level" in c else ""
+        if "level" in c:
+            rows = rows[rows[x] == c["level"]]
+        if rows.empty:
+            out.append(f"{c['claim']} Here: {c['target']} on {c['scenario']}{at} was not measured.")
+            continue
+        label, measure = MEASURES[c["evidence"]]
+        op, bound = _HOLDS.fullmatch(c["holds"]).groups()
+        for level, cell in rows.groupby(x, sort=True):
+            # A flagged repeat measured something besides the target (a busy generator, a JIT still
+            # compiling): its figure and evidence judge nothing. Shown, never judged on.
+            flags = cell["flags"].fillna("") if "flags" in cell else pd.Series("", index=cell.index)
+            clean = cell[flags == ""]
+            shown = clean if len(clean) else cell
+            figure, evidence = shown[c["figure"]].median(), shown.apply(measure, axis=1).median()
+            left_out = f"; {len(cell) - len(clean)} flagged left out" if len(clean) < len(cell) else ""
+            if clean.empty:
+                seen = sorted({f for s in flags for f in s.split(",") if f})
+                verdict = f"not judged: every repeat was flagged ({', '.join(seen)})"
+            elif pd.isna(evidence):
+                verdict = "no evidence recorded (a run with --jfr records it)"
+            else:
+                holds = _OPS[op](evidence, float(bound))
+                verdict = f"the explanation {'holds' if holds else 'does not hold'}"
+            out.append(f"{c['claim']} Here: {c['target']} on {c['scenario']} at {x} {level:g}: {c['figure']} "
+                       f"{figure:,.1f}; {label}: {'' if pd.isna(evidence) else f'{evidence:,.1f} '}(it needs "
+                       f"{op} {bound}): {verdict} ({len(shown)} repeat(s){left_out}).")
+    return out

@@ -1,0 +1,184 @@
+"""Two runs side by side, in the spirit of benchstat: is a difference larger than the run-to-run noise?
+
+The samples of a cell are its repeats (each a fresh JVM), and the judge decides (judge.lead: Welch's t
+on the logarithms of the repeats, the same rule that crowns in the report). Its p-value is exact for
+noise that is a proportion of the figure, and it can reach significance with 2 repeats a side when
+the change is large against their spread; the MDE says how large it must be.
+
+A comparison tests many cells at once, and at alpha 0.05 one in twenty unchanged cells would look
+changed. The p-values are therefore adjusted with Holm-Bonferroni over every comparison that has one
+(it controls the chance of any false "worse" or "better", and is uniformly more powerful than plain
+Bonferroni); a cell is significant when its adjusted p is under alpha. Each row also states its
+minimum detectable effect at alpha / comparisons and the repeats a side a 10 % change would need: a
+"~" says the change was below what these repeats could see, not that there was none. Flagged cells
+are shown, never counted as regressions, and runs made with different drivers, pinning, heap,
+runtime or machines are not compared (`setup_differences`).
+
+    from orchestrator.results import store as results, compare
+    c = compare.compare_runs(results.load("before"), results.load("after"))
+    compare.regressions(c, pct=5)
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from orchestrator.results import judge
+from orchestrator import lazy
+from orchestrator.results.analysis import METRICS, tidy
+
+np = lazy.module("numpy")
+pd = lazy.module("pandas")
+
+ALPHA = judge.ALPHA
+DEFAULT_METRICS = ("rps", "latency_p99_ms")
+# the change the "needs" column sizes repeats for
+NEEDS_PCT = 10.0
+
+
+def holm(p: pd.Series) -> pd.Series:
+    """Holm-Bonferroni adjusted p-values (NaN stays NaN): the k-th smallest of m is multiplied by
+    m - k + 1, then made monotone, so that p_adjusted < alpha holds the family-wise error at alpha."""
+    known = p.dropna().sort_values()
+    m = len(known)
+    adjusted = (known * np.arange(m, 0, -1)).cummax().clip(upper=1.0)
+    return adjusted.reindex(p.index)
+
+
+def _setup(meta: dict) -> dict:
+    plan = meta.get("plan", {})
+    s = plan.get("settings", {})
+    prof = plan.get("profile") if isinstance(plan.get("profile"), dict) else {}
+    host = meta.get("host", {})
+    return {"driver": prof.get("driver") or s.get("driver"),
+            "pinning": f"server CPUs {s.get('server_cpus')}, load generator CPUs {s.get('loadgen_cpus')}",
+            "heap": s.get("heap"), "runtime": s.get("runtime"),
+            "host": f"{host.get('hostname')}, {host.get('cpu_model')}, {host.get('cores')} cores"}
+
+
+def setup_differences(meta_a: dict, meta_b: dict) -> list[str]:
+    """What differs between two runs (their run.json) that makes their figures incomparable:
+    driver, pinning, heap, runtime, machine; e.g. ["driver wrk vs k6"]."""
+    a, b = _setup(meta_a), _setup(meta_b)
+    return [f"{k} {a[k]} vs {b[k]}" for k in a if a[k] != b[k]]
+
+
+def _spread_pct(values: np.ndarray) -> float:
+    """The largest distance of a repeat from the median, in % of the median (benchstat's "± x%")."""
+    if len(values) < 2:
+        return math.nan
+    med = np.median(values)
+    return float(np.max(np.abs(values - med)) / med * 100) if med else math.nan
+
+
+@dataclass
+class _Cell:
+    """The repeats of one cell of a run: which ran, their flags, and each metric's figures."""
+    ran: np.ndarray
+    flags: list[str]
+    figures: pd.DataFrame
+
+
+def _cells(df: pd.DataFrame, x: str, metrics) -> dict:
+    # plain arrays per cell: a run of many cells is judged in one pass, not one pandas query per cell
+    df = tidy(df).dropna(subset=["scenario", "target", x])
+    keys = list(zip(df["scenario"], df["target"], df[x]))
+    ran, flags = (df["status"] == "ok").to_numpy(), df["flags"].tolist()
+    figures = df[[m for m in metrics if m in df]].to_numpy(dtype=float)
+    rows: dict = {}
+    for i, key in enumerate(keys):
+        rows.setdefault(key, []).append(i)
+    return {key: _Cell(ran[i], [flags[j] for j in i], figures[i]) for key, i in ((k, np.array(v)) for k, v in rows.items())}
+
+
+# Flags whose cause is the target itself (it answered errors, dropped connections, died): a cell that
+# newly carries one broke, whatever else is flagged. The others (the generator's or the machine's)
+# say the figure measured something other than the target.
+TARGET_FLAGS = ("non-2xx", "socket-errors", "server-died")
+
+
+def _side(cell: _Cell | None, column: int) -> tuple[np.ndarray, int, str]:
+    """The repeats of one side that ran, how many failed, and why the side can't be compared ('' when
+    it can)."""
+    if cell is None:
+        return np.array([]), 0, "missing"
+    values = cell.figures[cell.ran, column]
+    values = values[~np.isnan(values)]
+    failed = int((~cell.ran).sum())
+    if not len(values):
+        return values, failed, "failed"
+    return values, failed, f"{failed} of {len(cell.ran)} repeats failed" if failed else ""
+
+
+def _flags(cell: _Cell | None) -> set[str]:
+    return {f for s in cell.flags for f in s.split(",") if f} if cell is not None else set()
+
+
+def _note(why_a: str, why_b: str, lead: judge.Lead) -> str:
+    if why_a or why_b:
+        return "; ".join(f"{why} in {side}" for side, why in (("A", why_a), ("B", why_b)) if why)
+    return lead.why
+
+
+def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: str = "concurrency",
+                 alpha: float = ALPHA, noise: dict | None = None) -> pd.DataFrame:
+    """Every cell (scenario, target, x) of two runs, one row per metric, A the baseline and B the candidate.
+
+    Columns: a_median, a_spread_pct, a_n, b_median, b_spread_pct, b_n, ratio (B / A of the medians),
+    delta_pct, worse_pct (how much worse B is, in the metric's own direction; negative is better),
+    p_value (judge.lead), p_adjusted (Holm-Bonferroni over every row with a p-value), significant
+    (p_adjusted < alpha), mde_pct (the smallest change these repeats could detect at alpha over the
+    comparisons), needs (repeats a side with which a NEEDS_PCT % change would be found at this noise
+    and family), flags (either side), note (why a cell can't be judged), broke (B failed in some or all
+    repeats, or newly answered errors or died, where A did not) and verdict: "broke", "better",
+    "worse", "~" (within the noise) or "?" (no verdict, see note). `noise` maps (scenario, metric) to
+    the machine's noise floor measured there (judge.Floor; see analysis.leaders).
+    """
+    metrics = [m for m in metrics if m in tidy(a.head(0))]
+    cells_a, cells_b = _cells(a, x, metrics), _cells(b, x, metrics)
+    rows, leads = [], []
+    for key in sorted(set(cells_a) | set(cells_b), key=lambda k: (str(k[0]), str(k[1]), k[2])):
+        ca, cb = cells_a.get(key), cells_b.get(key)
+        flags = ",".join(sorted(_flags(ca) | _flags(cb)))
+        newly = sorted((_flags(cb) - _flags(ca)) & set(TARGET_FLAGS)) if ca is not None else []
+        for column, metric in enumerate(metrics):
+            (va, _, why_a), (vb, failed_b, why_b) = _side(ca, column), _side(cb, column)
+            med_a = float(np.median(va)) if len(va) else math.nan
+            med_b = float(np.median(vb)) if len(vb) else math.nan
+            ratio = med_b / med_a if med_a else math.nan
+            delta = (ratio - 1) * 100
+            lead = judge.lead(vb, va, (noise or {}).get((key[0], metric)), alpha, where=f" of {key[0]} {metric}")
+            note = _note(why_a, why_b, lead)
+            # B broke where A did not: all or some of its repeats failed, or it newly answered errors
+            broke = bool(failed_b and not why_a or newly)
+            if newly:
+                note = "; ".join(w for w in (note, f"newly {', '.join(newly)} in B") if w)
+            worse = -delta if METRICS[metric].higher_is_better else delta
+            leads.append(lead)
+            rows.append({"scenario": key[0], "target": key[1], x: key[2], "metric": metric,
+                         "a_median": med_a, "a_spread_pct": _spread_pct(va), "a_n": len(va),
+                         "b_median": med_b, "b_spread_pct": _spread_pct(vb), "b_n": len(vb),
+                         "ratio": ratio, "delta_pct": delta, "worse_pct": worse,
+                         "p_value": math.nan if note else lead.p, "flags": flags, "note": note, "broke": broke})
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return out
+    # Holm's first step tests at alpha / comparisons: what these repeats can see is sized for it
+    family = alpha / max(1, int(out["p_value"].notna().sum()))
+    out["mde_pct"] = [lead.mde_pct(family) for lead in leads]
+    out["needs"] = [lead.repeats_for(NEEDS_PCT, family) if not math.isnan(lead.se) else judge.OWN_NOISE
+                    for lead in leads]
+    out.insert(out.columns.get_loc("p_value") + 1, "p_adjusted", holm(out["p_value"]))
+    out.insert(out.columns.get_loc("p_adjusted") + 1, "significant", (out["p_adjusted"] < alpha) & (out["note"] == ""))
+    out["verdict"] = np.select([out["broke"], out["note"] != "", ~out["significant"], out["worse_pct"] > 0],
+                               ["broke", "?", "~", "worse"], "better")
+    return out
+
+
+def regressions(cmp: pd.DataFrame, pct: float) -> pd.DataFrame:
+    """The rows of `compare_runs` that gate a CI job: significantly worse by more than pct % in an
+    unflagged cell (a flag says the figure measured something other than the target), or broken in
+    B where A was not: some or all of its repeats failed, or it newly answered errors or died
+    (TARGET_FLAGS). A target that broke is the largest regression there is, flagged or not."""
+    worse = cmp["significant"] & (cmp["worse_pct"] > pct) & (cmp["flags"] == "")
+    return cmp[worse | cmp["broke"]]

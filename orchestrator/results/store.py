@@ -1,0 +1,183 @@
+"""Results: the run folder layout, the tidy measurements table, and the pandas API to load them.
+
+    results/<run-id>/run.json              what ran, where, with which versions and settings
+    results/<run-id>/measurements.parquet  one row per cell (a ramp: per step), rewritten atomically after each cell
+    results/<run-id>/timeseries.parquet    time-resolved profiles (ramp): one row per second of each cell
+    results/<run-id>/logs/                 build, server, verification and load generator logs
+
+`load()` is the only way the reports and notebooks read results.
+"""
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+from functools import cache
+from typing import Iterable
+
+from orchestrator import RESULTS_DIR
+from orchestrator import lazy
+# The columns are schema.py's; results.COLUMNS stays, for notebooks that read it beside load().
+from orchestrator.results.schema import CELL_KEY, COLUMNS, ROW_TYPES, TIMESERIES_KEY, TIMESERIES_TYPES  # noqa: F401
+
+pd = lazy.module("pandas")
+pa = lazy.module("pyarrow")
+pq = lazy.module("pyarrow.parquet")
+
+
+@cache
+def row_schema() -> pa.Schema:
+    """measurements.parquet's Arrow schema: schema.py's columns, in order."""
+    return pa.schema([(name, getattr(pa, kind)()) for name, kind in ROW_TYPES])
+
+
+@cache
+def timeseries_schema() -> pa.Schema:
+    """timeseries.parquet's Arrow schema."""
+    return pa.schema([(name, getattr(pa, kind)()) for name, kind in TIMESERIES_TYPES])
+
+
+MEASUREMENTS = "measurements.parquet"
+TIMESERIES = "timeseries.parquet"
+RUN_JSON = "run.json"
+
+
+
+def _atomic_write(path: Path, write) -> None:
+    """Write through a temporary file, fsync, rename: a reader or a crash sees old or new, never half."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    write(tmp)
+    with open(tmp, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class RunStore:
+    """The folder of one run; `add` puts a finished cell on disk before the next one starts."""
+
+    def __init__(self, run_dir: Path):
+        self.dir = Path(run_dir)
+        self.logs = self.dir / "logs"
+        self.rows: list[dict] = []
+        self.series: list[dict] = []
+        if (self.dir / MEASUREMENTS).exists():
+            self.rows = pq.read_table(self.dir / MEASUREMENTS).to_pylist()
+        if (self.dir / TIMESERIES).exists():
+            self.series = pq.read_table(self.dir / TIMESERIES).to_pylist()
+
+    @property
+    def run_id(self) -> str:
+        return self.dir.name
+
+    def create(self, meta: dict) -> None:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.write_meta(meta)
+
+    def meta(self) -> dict:
+        return json.loads((self.dir / RUN_JSON).read_text())
+
+    def write_meta(self, meta: dict) -> None:
+        _atomic_write(self.dir / RUN_JSON, lambda p: p.write_text(json.dumps(meta, indent=2, default=str) + "\n"))
+
+    def done(self) -> set[tuple]:
+        return {tuple(r.get(k) for k in CELL_KEY) for r in self.rows}   # .get: runs from before a key column
+
+    def add(self, row: dict | list[dict], series: list[dict] | None = None) -> None:
+        """Store the rows of one cell (and its time series) on disk, replacing any with the same key.
+
+        The time series goes first: a cell counts as done once its rows are in measurements.parquet."""
+        rows = [row] if isinstance(row, dict) else row
+        for r in rows:
+            unknown = set(r) - set(COLUMNS)
+            if unknown:
+                raise ValueError(f"not in the results schema: {sorted(unknown)}")
+        if series:
+            keys = {tuple(r.get(k) for k in TIMESERIES_KEY) for r in series}
+            self.series = [r for r in self.series if tuple(r.get(k) for k in TIMESERIES_KEY) not in keys] + [
+                {c: r.get(c) for c in timeseries_schema().names} for r in series]
+            ts = pa.Table.from_pylist(self.series, schema=timeseries_schema())
+            _atomic_write(self.dir / TIMESERIES, lambda p: pq.write_table(ts, p))
+        keys = {tuple(r.get(k) for k in CELL_KEY) for r in rows}
+        self.rows = [r for r in self.rows if tuple(r.get(k) for k in CELL_KEY) not in keys] + [
+            {c: r.get(c) for c in COLUMNS} for r in rows]
+        table = pa.Table.from_pylist(self.rows, schema=row_schema())
+        _atomic_write(self.dir / MEASUREMENTS, lambda p: pq.write_table(table, p))
+
+
+def _with_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Runs stored before a column existed load with it empty, so that every frame has the whole schema."""
+    for f in schema:
+        if f.name not in table.column_names:
+            table = table.append_column(f, pa.nulls(len(table), f.type))
+    return table
+
+
+def new_run_id(now) -> str:
+    return now.strftime("%Y%m%d-%H%M%S")
+
+
+def run_dirs(root: Path = RESULTS_DIR) -> list[Path]:
+    """Run folders under root, oldest first (by run.json's start time, then name)."""
+    dirs = [p for p in Path(root).iterdir() if (p / RUN_JSON).exists()] if Path(root).exists() else []
+    return sorted(dirs, key=lambda p: (json.loads((p / RUN_JSON).read_text()).get("started_at", ""), p.name))
+
+
+def find_run(run: str | Path | None, root: Path = RESULTS_DIR) -> Path:
+    """A run folder from an id, a path, or None for the newest run."""
+    from orchestrator.errors import UsageError
+    if run is None:
+        dirs = run_dirs(root)
+        if not dirs:
+            raise UsageError(f"no runs under {root}: start one with `bench run`")
+        return dirs[-1]
+    for candidate in (Path(run), Path(root) / str(run)):
+        if (candidate / RUN_JSON).exists():
+            return candidate
+    raise UsageError(f"no run '{run}' (looked for {Path(root) / str(run)}/{RUN_JSON}); "
+                     f"runs: {', '.join(p.name for p in run_dirs(root)) or 'none'}")
+
+
+def load(runs: str | Path | Iterable[str | Path] | None = None, root: Path = RESULTS_DIR) -> pd.DataFrame:
+    """The measurements of one run (id or path; None: the newest) or of several, as one DataFrame.
+
+    One row per cell, columns as in row_schema(). A missing, corrupt or partial Parquet file is skipped
+    with a warning, and the other runs load.
+    """
+    if runs is None or isinstance(runs, (str, Path)):
+        runs = [runs]
+    frames = []
+    for run in runs:
+        d = find_run(run, root)
+        path = d / MEASUREMENTS
+        try:
+            frames.append(_with_schema(pq.read_table(path), row_schema()).to_pandas())
+        except (OSError, pa.ArrowException) as e:
+            warnings.warn(f"skipping {path}: {e}", stacklevel=2)
+    if not frames:
+        return pd.DataFrame({c: pd.Series(dtype=row_schema().field(c).type.to_pandas_dtype()) for c in COLUMNS})
+    return pd.concat(frames, ignore_index=True)
+
+
+def load_timeseries(runs: str | Path | Iterable[str | Path] | None = None, root: Path = RESULTS_DIR) -> pd.DataFrame:
+    """The per-second series of time-resolved cells (ramp profiles) of one run or several; columns as in
+    timeseries_schema(), empty when no run has any. Unreadable files are skipped with a warning."""
+    if runs is None or isinstance(runs, (str, Path)):
+        runs = [runs]
+    frames = []
+    for run in runs:
+        path = find_run(run, root) / TIMESERIES
+        if not path.exists():
+            continue
+        try:
+            frames.append(_with_schema(pq.read_table(path), timeseries_schema()).to_pandas())
+        except (OSError, pa.ArrowException) as e:
+            warnings.warn(f"skipping {path}: {e}", stacklevel=2)
+    if not frames:
+        return pd.DataFrame({c: pd.Series(dtype=timeseries_schema().field(c).type.to_pandas_dtype())
+                             for c in timeseries_schema().names})
+    return pd.concat(frames, ignore_index=True)
+
+
+def load_meta(run: str | Path | None = None, root: Path = RESULTS_DIR) -> dict:
+    return json.loads((find_run(run, root) / RUN_JSON).read_text())

@@ -1,0 +1,347 @@
+"""The environment of a run: the catalog, the JDK, builds and images, Redis and MariaDB, and starting
+a target (after its backend, if it is a gateway) until it answers on 127.0.0.1 (or its host's
+address, in a topology of several hosts) and passes
+verification. Every command that starts targets (run, verify, noise, parity) goes through it.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from orchestrator import RESULTS_DIR
+from orchestrator.infra import backends as infra_mod
+from orchestrator.targets import runtimes
+from orchestrator.targets.build import build
+from orchestrator.config.catalog import Framework, Target, discover, resolve
+from orchestrator.errors import BenchError, TargetFailed, UsageError
+from orchestrator.infra.httpclient import request
+from orchestrator.targets.jdk import Jdk, find_jdk
+from orchestrator.targets.jvm import jvm_options
+from orchestrator.config.plan import Settings, pool_env
+from orchestrator.infra.docker_engine import address_toward
+from orchestrator.infra.procs import ensure_port_free, server_failure
+from orchestrator.targets.runtimes import LaunchSpec, Runtime, Server
+from orchestrator.results.schema import MiB
+from orchestrator.config.topology import LOCAL, Network, Topology, stale_namespaces
+from orchestrator.targets.verify import Verification, verify
+
+
+
+@dataclass
+class Started:
+    server: Server
+    startup_s: float
+    rss_after_start_mb: float
+    backend: "Started | None" = None
+
+    def stop(self) -> None:
+        self.server.stop()
+        if self.backend:
+            self.backend.stop()
+
+
+def wait_ready(server: Server, port: int, path: str, timeout_s: float, started: float,
+               host: str = "127.0.0.1") -> float:
+    """Seconds from spawn to the first 200 on the health path; TargetFailed on exit or timeout."""
+    while True:
+        code = server.exit_code()
+        if code is not None:
+            raise TargetFailed(server_failure(f"exited with {code} while starting", server.log_path))
+        try:
+            if request(port, "GET", path, timeout=2, host=host).status == 200:
+                return time.monotonic() - started
+        except OSError:
+            pass
+        if time.monotonic() - started > timeout_s:
+            raise TargetFailed(server_failure(f"no 200 on {path} within {timeout_s:.0f} s", server.log_path))
+        time.sleep(0.05)
+
+
+class Environment:
+    """What the commands share: the catalog, the JDK, builds, images, and starting and verifying
+    targets (with their backends) on free ports."""
+
+    def __init__(self, settings: Settings, logs: Path, console: Console,
+                 catalog: dict[str, Framework] | None = None, results_root: Path = RESULTS_DIR):
+        self.settings = settings
+        self.logs = logs
+        self.results_root = results_root   # where this machine's calibration.json is read and kept
+        self.console = console
+        self.catalog = catalog or discover()
+        self.runtime: Runtime = runtimes.get(settings.runtime, settings.memory)
+        self.runtime.check()
+        self.jdk: Jdk = find_jdk()
+        self.kept_backends: dict[str, Started] | None = None   # keep_backends()
+        self.artifacts: dict[str, Path] = {}
+        self.build_failures: dict[str, str] = {}
+        self.build_times: dict[str, float | None] = {}
+        self.infra_images: dict[str, str] = {}
+        self.topology = Topology.from_dict(settings.topology)
+        self.net: Network | None = None   # the topology's hosts and links, while a run has them up
+
+    @property
+    def server_host(self) -> str:
+        """The address the load generator and the probes reach the target at: its namespace's, a
+        remote engine's machine's, or loopback."""
+        if self.net:
+            return self.net.address(self.topology.server, LOCAL)
+        return self.runtime.host or "127.0.0.1"
+
+    @property
+    def server_netns(self) -> str | None:
+        return self.net.namespace(self.topology.server) if self.net else None
+
+    @contextlib.contextmanager
+    def network(self):
+        """The topology's hosts and links for the length of a run (none for one host), shaped for its
+        first level; removed on every way out."""
+        if self.topology.single_host:
+            yield None
+            return
+        net = Network(self.topology, os.getpid(), cpus=self.settings.loadgen_cpus)
+        net.up()
+        try:
+            net.shape(self.topology.levels()[0])
+            self.net = net
+            yield net
+        finally:
+            self.net = None
+            net.down()
+
+    def load_placement(self) -> dict:
+        """Where the load goes and comes from: LoadSpec's fields for the server's address (in a topology,
+        or on a remote engine) and, when Locust's workers run on a host of the topology's own or on other
+        machines (--locust-master), where their master waits for them."""
+        out = {"host": self.server_host} if self.runtime.host or self.net else {}
+        if self.settings.locust_master:
+            address, port = self.settings.locust_master.split(":")
+            out.update(master_host=address, master_port=int(port), workers_elsewhere=True)
+        if not self.net:
+            return out
+        t = self.topology
+        if t.workers != LOCAL:
+            # the server answers at one address, which the workers' host reaches over its own link
+            out.update(workers_netns=self.net.namespace(t.workers), master_host=self.net.address(LOCAL, t.workers))
+        return out
+
+    def placement(self) -> infra_mod.Placement | None:
+        """Where the data services run in this run's network: for targets on a remote engine, here,
+        reached over this machine's address toward that one."""
+        if self.runtime.host:
+            return infra_mod.Placement(serve_host=address_toward(self.runtime.host), client_host=self.runtime.host)
+        if not self.net:
+            return None
+        t = self.topology
+        return infra_mod.Placement(netns=self.net.namespace(t.data), host=self.net.address(t.data, LOCAL),
+                                   serve_host=self.net.address(t.data, t.server),
+                                   client_host=self.net.address(t.server, t.data))
+
+    def frameworks_for(self, targets: list[Target]) -> list[Framework]:
+        names = []
+        for t in targets:
+            if t.framework.backend:
+                names.append(resolve(self.catalog, t.framework.backend).framework.name)
+            names.append(t.framework.name)
+        return [self.catalog[n] for n in dict.fromkeys(names)]
+
+    def build_all(self, targets: list[Target], force: bool = False) -> None:
+        for fw in self.frameworks_for(targets):
+            with self.console.status(f"building {fw.name} ({' '.join(fw.build_command)})"):
+                try:
+                    artifact, seconds = build(fw, self.jdk, self.logs / f"build-{fw.name}.log", force)
+                    self.artifacts[fw.name] = artifact
+                    self.build_times[fw.name] = seconds
+                    self.console.print(f"[green]built[/] {fw.name}" + (f" in {seconds:.1f} s" if seconds
+                                                                     else " (up to date)"))
+                except TargetFailed as e:
+                    self.build_failures[fw.name] = e.reason
+                    self.console.print(f"[red]build failed[/] {fw.name}: {e.reason.splitlines()[0]}")
+        if self.settings.runtime == "docker":
+            self.build_images()
+            if self.runtime.host:
+                self.ship_images()
+
+    def build_images(self) -> None:
+        """Images for the docker runtime: the bases (bootstrapped once), then one per built artifact."""
+        from orchestrator.targets import images
+        log = lambda msg: self.console.print(msg)  # noqa: E731
+        bases = images.bases(self.jdk, self.settings.offline, log)
+        self.infra_images = {"redis": bases.redis, "mariadb": bases.mariadb}
+        for name, artifact in self.artifacts.items():
+            try:
+                self.runtime.images[name] = images.framework_image(self.catalog[name], bases.jre, log)
+            except BenchError as e:
+                self.build_failures[name] = f"image build failed: {e}"
+                self.console.print(f"[red]image build failed[/] {name}: {str(e).splitlines()[0]}")
+
+    def ship_images(self) -> None:
+        """The images built here, onto the remote engine that lacks them (no registry between)."""
+        from orchestrator.infra.docker_engine import ship
+        for name, tag in self.runtime.images.items():
+            with self.console.status(f"shipping {tag} to the engine at {self.runtime.host}"):
+                t0 = time.monotonic()
+                if ship(tag):
+                    self.console.print(f"shipped {tag} to {self.runtime.host} in {time.monotonic() - t0:.1f} s")
+
+    def infra(self):
+        """Redis and MariaDB for a run: on this machine (as processes when the targets run on a remote
+        engine, which reaches them over the network), else in the run's runtime."""
+        s = self.settings
+        runtime = "process" if self.runtime.host else s.runtime
+        return infra_mod.for_run(s.redis_port, s.db_port, s.loadgen_cpus, runtime=runtime, images=self.infra_images,
+                                 placement=self.placement())
+
+    def _launch(self, target: Target, port: int, cpus: str, env: dict[str, str], run_id: str) -> Started:
+        server, t0 = self._spawn(target, port, cpus, cpus, env, run_id)
+        return self._ready(target, server, port, t0)
+
+    def _spawn(self, target: Target, port: int, cpus: str, processors: str, env: dict[str, str],
+               run_id: str) -> tuple[Server, float]:
+        """The target's JVM spawned on cpus, sized for as many CPUs as `processors` lists; not awaited."""
+        fw = target.framework
+        if fw.name in self.build_failures:
+            raise TargetFailed(self.build_failures[fw.name])
+        try:
+            if not self.server_netns and not self.runtime.host:
+                ensure_port_free(port, target.id)
+        except UsageError as e:
+            raise TargetFailed(str(e)) from None
+        s = self.settings
+        spec = LaunchSpec(
+            target=target, artifact=self.artifacts[fw.name], jvm_opts=jvm_options(target, s.heap, processors),
+            env={**env, **pool_env(s, target), "PORT": str(port), "BIND_ADDRESS": self.server_host},
+            port=port, cpus=cpus, heap=s.heap,
+            log_path=self.logs / f"{target.id.replace(':', '-')}-{run_id}.log",
+            labels={"bench.run": run_id, "bench.target": target.id}, netns=self.server_netns)
+        t0 = time.monotonic()
+        return self.runtime.start(spec, self.jdk.java), t0
+
+    def _ready(self, target: Target, server: Server, port: int, t0: float) -> Started:
+        """The spawned target once it answers on its health path and listens nowhere it must not;
+        stopped, and TargetFailed, otherwise."""
+        host = self.server_host
+        try:
+            startup = wait_ready(server, port, target.framework.health_path, self.settings.start_timeout_s, t0, host)
+            usage = server.usage_after(time.time())
+            exposed = server.listeners_beyond([host], bool(self.server_netns))
+            if exposed:
+                raise TargetFailed(f"listens beyond {host} on {', '.join(exposed)}: every listener must "
+                                   f"bind BIND_ADDRESS (see frameworks/CONTRACT.md)")
+        except BaseException:
+            server.stop()
+            raise
+        return Started(server, startup, usage.rss_bytes / MiB if usage else float("nan"))
+
+    def start(self, target: Target, env: dict[str, str], run_id: str) -> Started:
+        """Start the target (after its backend, if it has one) and wait until it answers."""
+        s = self.settings
+        backend = None
+        env = dict(env)
+        if target.framework.backend:
+            # The backend is fixed scenery, not the subject: it runs beside the infrastructure.
+            backend = self._backend(resolve(self.catalog, target.framework.backend), env, run_id)
+            env["BACKEND_URL"] = self._backend_url()
+        try:
+            started = self._launch(target, s.port, s.server_cpus, env, run_id)
+        except BaseException:
+            if backend and self.kept_backends is None:
+                backend.stop()
+            raise
+        started.backend = backend if self.kept_backends is None else None
+        return started
+
+    def _backend(self, backend: Target, env: dict[str, str], run_id: str) -> Started:
+        """A fresh backend for each target of a run (each measured against one as fresh as the
+        others'); with keep_backends, the one already up while it still runs."""
+        kept = (self.kept_backends or {}).get(backend.id)
+        if kept and kept.server.exit_code() is None:
+            return kept
+        if kept:
+            kept.stop()   # it died under the last gateway's load: reaped, and a fresh one started
+        started = self._launch(backend, self.settings.port + 1, self.settings.loadgen_cpus, env, run_id)
+        if self.kept_backends is not None:
+            self.kept_backends[backend.id] = started
+        return started
+
+    @contextlib.contextmanager
+    def keep_backends(self):
+        """One backend for the gateways it serves until the block ends (verification: nothing of it is
+        measured, and each start of Spring WebFlux took 7 s here), then stopped."""
+        self.kept_backends = {}
+        try:
+            yield
+        finally:
+            for started in self.kept_backends.values():
+                started.stop()
+            self.kept_backends = None
+
+    def cleanup_leftovers(self) -> list[str]:
+        """What killed runs left: containers (docker runtime), infrastructure data directories and
+        network namespaces."""
+        from orchestrator.infra.cleanup import stale_data_dirs
+        return self.runtime.cleanup_leftovers() + stale_data_dirs() + stale_namespaces()
+
+    def check_ports(self, targets: list[Target], shared_infra: bool) -> None:
+        """Before anything starts: every port the run will listen on must be free (UsageError)."""
+        s = self.settings
+        if not self.topology.single_host:
+            return   # the target and the data services listen in namespaces of their own
+        if not self.runtime.host:   # else the targets listen on the remote engine's machine
+            ensure_port_free(s.port, "the target")
+            if any(t.framework.backend for t in targets):
+                ensure_port_free(s.port + 1, "the gateway's backend")
+        if not shared_infra:
+            ensure_port_free(s.redis_port, "Redis")
+            ensure_port_free(s.db_port, "MariaDB")
+
+    def start_verified(self, target: Target, env: dict[str, str], run_id: str, tag: str) -> tuple[Started, Verification]:
+        """Start the target and check every scenario against the contract (verify.py); what the check
+        saw goes to logs/verify-<target>-<tag>.txt. A target that fails the check is stopped."""
+        return self._verified(target, self.start(target, env, run_id), self.settings.port, tag)
+
+    def _verified(self, target: Target, started: Started, port: int, tag: str) -> tuple[Started, Verification]:
+        try:
+            v = verify(target, port, self.server_host)
+        except BaseException:
+            started.stop()
+            raise
+        (self.logs / f"verify-{target.id.replace(':', '-')}-{tag}.txt").write_text(
+            f"{'ok' if v.ok else v.reason}\nthreads: {v.threads}\nheaders: {v.headers}\n")
+        if not v.ok:
+            started.stop()
+        return started, v
+
+    def _kept_backend(self, target: Target) -> Started | None:
+        kept = (self.kept_backends or {}).get(resolve(self.catalog, target.framework.backend).id)
+        return kept if kept and kept.server.exit_code() is None else None
+
+    @property
+    def starts_beside(self) -> bool:
+        """Whether a target can start on the load generator's CPUs while another target is loaded,
+        and move to the server's when its turn comes: local processes on one host."""
+        return self.runtime.name == "process" and self.topology.single_host
+
+    def can_start_beside(self, target: Target) -> bool:
+        """starts_beside, for a target whose backend (if it has one) is up already."""
+        return self.starts_beside and (not target.framework.backend or self._kept_backend(target) is not None)
+
+    def _backend_url(self) -> str:
+        return f"http://{self.server_host}:{self.settings.port + 1}"
+
+    def spawn_beside(self, target: Target, env: dict[str, str], run_id: str, port: int) -> tuple[Server, float]:
+        """The target's JVM spawned on the load generator's CPUs on port (sized for the server's CPUs,
+        as every target is); ready_beside() waits for it, from any thread. Spawned here, in the
+        caller's thread: a child dies with the thread that spawned it (PR_SET_PDEATHSIG)."""
+        s = self.settings
+        if target.framework.backend:
+            env = {**env, "BACKEND_URL": self._backend_url()}
+        return self._spawn(target, port, s.loadgen_cpus, s.server_cpus, env, run_id)
+
+    def ready_beside(self, target: Target, server: Server, port: int, t0: float, tag: str) -> tuple[Started, Verification]:
+        """A target spawned beside (spawn_beside), once ready and checked as start_verified checks."""
+        return self._verified(target, self._ready(target, server, port, t0), port, tag)

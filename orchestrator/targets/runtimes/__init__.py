@@ -1,0 +1,20 @@
+"""Where a target lives: a local process or a Docker container, behind one interface."""
+from __future__ import annotations
+
+from orchestrator.errors import UsageError
+from orchestrator.targets.runtimes.base import LaunchSpec, Runtime, Server, Usage
+
+RUNTIMES = ("process", "docker")
+
+
+def get(name: str, memory: str = "1g") -> Runtime:
+    if name == "process":
+        from orchestrator.targets.runtimes.process import ProcessRuntime
+        return ProcessRuntime()
+    if name == "docker":
+        from orchestrator.targets.runtimes.docker import DockerRuntime
+        return DockerRuntime(memory)
+    raise UsageError(f"unknown runtime '{name}'; valid: {', '.join(RUNTIMES)}")
+
+
+__all__ = ["LaunchSpec", "Runtime", "Server", "Usage", "RUNTIMES", "get"]

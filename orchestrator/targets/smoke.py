@@ -1,0 +1,157 @@
+"""The load smoke: does a target survive the load the studies put on it? (`bench verify --load N`)
+
+After a target passes verification, each scenario it declares gets a burst of N requests on N
+connections at once (the studies use 500 to 2,000), from k6, back to back in the same JVM; then every
+scenario is verified again. The target survives when every request of every burst got a 2xx answer
+within DRAIN_S (no socket error, no timeout), it is still running, and its answers still meet the
+contract. No figure is kept: the JVM is cold and the burst short, so it proves survival, not speed.
+A burst ends when its last answer comes, so a slow scenario's backlog (1,000 cpu-yield requests
+behind one core take several seconds here) is part of its burst, not a wait after it. A target that
+dies is named with the cause its log gives.
+
+While one target takes its bursts, the next one starts on the load generator's CPUs (k6 leaves them
+mostly idle, waiting on the server) and moves to the server's when its turn comes (in_turn): on 24
+targets the smoke took 318-334 s this way, against 477 s one target after the other. Its startup figure is then marked
+as taken beside that load, and each target's line names the CPUs its bursts were served on.
+
+A burst rather than a window of wrk: wrk runs whole seconds and leaves the backlog of its last
+requests to drain after it (1.15 s plus 0.6 s a scenario, on average, on 24 targets here), and
+within one second a slow scenario could answer nothing and still pass.
+"""
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from orchestrator import drivers
+from orchestrator.config.catalog import Target
+from orchestrator.drivers.base import LoadResult, LoadSpec
+from orchestrator.targets.environment import Environment, Started, wait_ready
+from orchestrator.errors import TargetFailed
+from orchestrator.targets.jvm import parse_cpus
+from orchestrator.infra.procs import server_failure
+from orchestrator.config.scenarios import SCENARIOS
+from orchestrator.targets.verify import Verification, verify
+
+# Each request is answered within this long or fails the target (the slowest burst here, 1,000
+# cpu-yield requests behind one core, took 9 s), and the health path after the burst too.
+DRAIN_S = 120.0
+# A target started beside the load listens here above --port (--port + 1 is a gateway's backend's).
+BESIDE_PORT_OFFSET = 2
+
+
+def _failures(r: LoadResult, asked: int) -> str:
+    counts = {"non-2xx": r.errors_status, "connect": r.errors_connect, "no answer": r.errors_read,
+              "write": r.errors_write, "timeout": r.errors_timeout,
+              "never sent (k6 stopped the burst at its max duration)": max(0, asked - r.requests - r.errors)}
+    return ", ".join(f"{n} {what}" for what, n in counts.items() if n)
+
+
+def survives(target: Target, started, settings, connections: int, logs: Path, port: int,
+             host: str = "127.0.0.1") -> str:
+    """'' when the target started on port survived a burst at `connections` on each of its scenarios
+    and still answers by the contract afterwards; else why not, naming the scenario."""
+    for name in target.framework.scenarios:
+        spec = LoadSpec(port=port, scenario=SCENARIOS[name], concurrency=connections, requests=connections,
+                        duration_s=0, cpus=settings.loadgen_cpus, timeout_s=DRAIN_S, host=host,
+                        out_dir=logs / "smoke" / target.id.replace(":", "-"))
+        try:
+            r = drivers.get("k6").run(spec)
+        except drivers.DriverFailed as e:
+            return f"{name} at {connections} connections: load generator failed: {e}"
+        try:   # the same wait as a start's
+            wait_ready(started.server, port, target.framework.health_path, DRAIN_S, time.monotonic(), host)
+            answered = True
+        except TargetFailed:
+            answered = False
+        code = started.server.exit_code()
+        if code is not None:
+            return server_failure(f"{name} at {connections} connections: target exited with {code}",
+                                  started.server.log_path)
+        failed = _failures(r, connections)
+        if failed:
+            return server_failure(f"{name} at {connections} connections: {failed} of {connections} requests failed",
+                                  started.server.log_path)
+        if not answered:
+            return server_failure(f"{name} at {connections} connections: no answer on "
+                                  f"{target.framework.health_path} within {DRAIN_S:.0f} s after the burst",
+                                  started.server.log_path)
+    after = verify(target, port, host)
+    if not after.ok:
+        code = started.server.exit_code()
+        what = f"after {connections} connections, {after.reason}"
+        return server_failure(f"{what} (target exited with {code})", started.server.log_path) if code is not None \
+            else what
+    return ""
+
+
+@dataclass
+class Turn:
+    """A target in its turn: started and verified (failure says why not), on port."""
+    target: Target
+    started: Started | None
+    verification: Verification | None
+    failure: str
+    port: int
+    beside: bool   # started on the load generator's CPUs while the target before it was loaded
+
+
+def in_turn(environment: Environment, targets: list[Target], env: dict[str, str], run_id: str,
+            beside: bool) -> Iterator[Turn]:
+    """Each target started and verified in its turn, yielded for the caller to load and stop before
+    it asks for the next. With beside, the next target starts on the load generator's CPUs while the
+    caller loads the one before, on the other of two ports, and moves to the server's CPUs when its
+    turn comes: the smoke's JVM starts (8-10 s each for the Spring targets here, about 145 s of its 477)
+    then cost no time of the server's CPU, whose bursts take 7-16 s a target."""
+    s = environment.settings
+    pool = ThreadPoolExecutor(1, thread_name_prefix="start-beside") if beside else None
+    pending: tuple[Target, object, Future, int] | None = None   # the next target, its server, readiness, port
+    try:
+        for i, t in enumerate(targets):
+            if pending and pending[0] is t:
+                _, _, ready, port = pending
+                pending = None
+                try:
+                    started, v = ready.result()
+                    if v.ok:
+                        started.server.move_to(s.server_cpus)
+                    turn = Turn(t, started, v, "", port, True)
+                    ran_on = started.server.cpus() if v.ok else None
+                    if v.ok and ran_on != parse_cpus(s.server_cpus):
+                        started.stop()
+                        turn = Turn(t, None, None, f"could not move it to the server's CPUs ({s.server_cpus}) "
+                                    f"from the load generator's: its threads may run on {ran_on}", port, True)
+                except TargetFailed as e:
+                    turn = Turn(t, None, None, e.reason, port, True)
+            else:
+                port = s.port
+                try:
+                    started, v = environment.start_verified(t, env, run_id, "verify")
+                    turn = Turn(t, started, v, "", port, False)
+                except TargetFailed as e:
+                    turn = Turn(t, None, None, e.reason, port, False)
+            following = targets[i + 1] if i + 1 < len(targets) else None
+            if pool and following and turn.verification and turn.verification.ok \
+                    and environment.can_start_beside(following):
+                other = s.port + BESIDE_PORT_OFFSET if port == s.port else s.port
+                ready = Future()
+                try:
+                    server, t0 = environment.spawn_beside(following, env, run_id, other)
+                    ready = pool.submit(environment.ready_beside, following, server, other, t0, "verify")
+                except TargetFailed as e:
+                    server = None
+                    ready.set_exception(e)
+                pending = (following, server, ready, other)
+            yield turn
+    finally:
+        if pending:   # interrupted: the next target, spawned already, goes too
+            _, server, ready, _ = pending
+            if server:
+                server.stop()
+        if pool:
+            pool.shutdown(wait=True)
+        if pending and pending[2].done() and not pending[2].exception():
+            pending[2].result()[0].stop()
