@@ -1,0 +1,113 @@
+"""The package's shape, as ARCHITECTURE.md states it: stages as subpackages, one dependency rule
+(reading results never imports measuring, infrastructure or the command line), no import cycles, no
+import hidden in a function to dodge one, no module over 400 lines, every module named in the docs."""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "orchestrator"
+READING = ("orchestrator.results", "orchestrator.report")
+# what reading results may import: itself, the run's description (config) and the shared leaves
+READING_MAY_IMPORT = (*READING, "orchestrator.config", "orchestrator.errors", "orchestrator.lazy")
+NEVER_FOR_READING = ("orchestrator.cli", "orchestrator.measure", "orchestrator.infra", "orchestrator.targets",
+                     "orchestrator.drivers")
+MAX_LINES = 400
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def imports(path: Path, top_level: bool) -> list[tuple[str, int]]:
+    """(module imported, line) for each import of the package's own modules, at module level or
+    inside functions and classes (top_level False)."""
+    tree = ast.parse(path.read_text())
+    found = []
+
+    def visit(node, nested: bool):
+        for child in ast.iter_child_nodes(node):
+            inner = nested or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))
+            if isinstance(child, ast.ImportFrom) and child.level == 0 and (child.module or "").startswith("orchestrator"):
+                if nested == (not top_level):
+                    for alias in child.names:
+                        sub = f"{child.module}.{alias.name}"
+                        found.append((sub if sub in known else child.module, child.lineno))
+            elif isinstance(child, ast.Import):
+                if nested == (not top_level):
+                    found.extend((a.name, child.lineno) for a in child.names if a.name.startswith("orchestrator"))
+            visit(child, inner)
+
+    known = modules()
+    visit(tree, False)
+    return found
+
+
+def test_no_module_imports_the_package_inside_a_function():
+    hidden = [f"{path.relative_to(ROOT)}:{line} imports {name}"
+              for path in modules().values() for name, line in imports(path, top_level=False)]
+    assert not hidden, "imports hidden in functions (move them to the top; a cycle means a seam is wrong):\n" + \
+        "\n".join(hidden)
+
+
+def test_no_import_cycles():
+    known = modules()
+    graph = {m: {name for name, _ in imports(p, top_level=True) if name in known and name != m}
+             for m, p in known.items()}
+    state, stack, cycles = {}, [], []
+
+    def walk(m):
+        state[m] = "open"
+        stack.append(m)
+        for n in sorted(graph[m]):
+            if state.get(n) == "open":
+                cycles.append(stack[stack.index(n):] + [n])
+            elif n not in state:
+                walk(n)
+        stack.pop()
+        state[m] = "done"
+
+    for m in sorted(graph):
+        if m not in state:
+            walk(m)
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_reading_results_imports_only_results_report_and_config():
+    wrong = [f"{path.relative_to(ROOT)}:{line} imports {name}"
+             for m, path in modules().items() if m.startswith(READING)
+             for name, line in imports(path, top_level=True)
+             if name != "orchestrator" and not name.startswith(READING_MAY_IMPORT)]
+    assert not wrong, "reading results reaches into measuring, infrastructure or the command line:\n" + \
+        "\n".join(wrong)
+
+
+def test_importing_the_report_loads_nothing_that_measures():
+    code = ("import sys, orchestrator.report, orchestrator.results;"
+            "print('\\n'.join(sorted(m for m in sys.modules if m.startswith('orchestrator'))))")
+    loaded = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    wrong = [m for m in loaded.stdout.split() if m.startswith(NEVER_FOR_READING)]
+    assert "orchestrator.report.run_report" in loaded.stdout.split() or "orchestrator.report" in loaded.stdout
+    assert not wrong, f"importing the report loads {wrong}"
+
+
+def test_no_module_is_over_400_lines():
+    long = {str(p.relative_to(ROOT)): n for p in modules().values()
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+def test_every_module_is_named_in_architecture_md():
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    missing = [str(p.relative_to(PACKAGE)) for m, p in modules().items()
+               if p.name != "__init__.py" and p.name not in text and str(p.relative_to(PACKAGE)) not in text]
+    assert not missing, f"modules ARCHITECTURE.md does not name: {missing}"
