@@ -23,7 +23,7 @@ from orchestrator import drivers
 from orchestrator.measure.checks import cell_flags
 from orchestrator.drivers import LoadSpec
 from orchestrator.drivers.locust import free_port, split
-from orchestrator.config.profiles import Ramp
+from orchestrator.drivers.base import Ramp
 from orchestrator.config.scenarios import Scenario
 
 from conftest import ROOT

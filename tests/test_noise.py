@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from conftest import PORTS, bench
+from orchestrator.infra.hostinfo import host_info
 from orchestrator.results import analysis, judge, noise, store as results
 
 HOST = {"hostname": "vm", "cpu_model": "AMD EPYC", "cores": 2}
@@ -63,12 +64,12 @@ def test_bench_noise_on_the_fixture_stores_a_floor_that_the_report_of_this_machi
     r = bench("noise", "-f", "fixture:ok", "--repeat", "2", "-d", "2s", "--warmup", "1s", "--warmup-max", "1s",
               "--results-dir", str(results_dir), *PORTS)
     assert r.returncode == 0, r.stdout + r.stderr
-    e = noise.entry(None, results_dir)
+    e = noise.entry(host_info(), results_dir)
     assert (e["target"], e["scenario"], e["concurrency"], e["n"], e["driver"]) == ("fixture:ok", "json", 64, 2, "wrk")
     assert e["cv"]["rps"] >= 0 and "noise floor of" in r.stdout
     df = results.load(e["run_id"], results_dir)
     assert len(df) == 2 and set(df["repeat"]) == {1, 2}
-    assert {m: f.cv for (s, m), f in noise.floors(root=results_dir).items() if s == "json"} == e["cv"]
+    assert {m: f.cv for (s, m), f in noise.floors(host_info(), results_dir).items() if s == "json"} == e["cv"]
 
 
 def test_bench_noise_needs_two_repeats(results_dir):

@@ -33,6 +33,11 @@ from orchestrator.config.plan import Plan, Settings, pool_env
 from orchestrator.infra.procs import ensure_port_free
 from orchestrator.config.scenarios import SCENARIOS, parse_list
 from orchestrator.results.schema import percentile_label
+from orchestrator.results import compare, judge, noise
+from orchestrator.infra.hostinfo import host_info
+from orchestrator.cli.noise_command import noise_cmd
+from orchestrator.cli.report_commands import register as register_reports
+from orchestrator.cli.common import (console, FrameworkOpt, VariantOpt, ServerCpus, LoadgenCpus, HeapOpt, PortOpt, RedisPortOpt, DbPortOpt, RuntimeOpt, MemoryOpt, OfflineOpt, DbPoolOpt, RedisPoolOpt, StartTimeoutOpt, select_targets, parse_settings, override_profile, check_writable)
 
 app = typer.Typer(help="Build, start, verify and load JVM web frameworks; store tidy results.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -40,84 +45,9 @@ infra_app = typer.Typer(help="Redis and MariaDB for the targets.", no_args_is_he
 app.add_typer(infra_app, name="infra")
 images_app = typer.Typer(help="Docker images: local base images and one per framework.", no_args_is_help=True)
 app.add_typer(images_app, name="images")
-# A terminal's own width. Piped output (CI logs, files) gets lines long enough for a result line
-# instead of 80 columns, unless COLUMNS asks for a width.
-console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else 160)
 PARITY_COLUMN = 28   # the narrowest a target's column of `bench parity` stays readable at
 
-FrameworkOpt = typer.Option(None, "--framework", "-f", help="Framework(s), comma-separated, or framework:variant.")
-VariantOpt = typer.Option(None, "--variant", "-v", help="Variant(s), comma-separated (default: all).")
-ServerCpus = typer.Option(None, "--server-cpus", help="CPUs for the target (taskset list; default 1).")
-LoadgenCpus = typer.Option(None, "--loadgen-cpus", help="CPUs for the load generator and the infrastructure "
-                           "(default 0).")
-HeapOpt = typer.Option(None, "--heap", help="JVM heap, -Xms = -Xmx (default 512m).")
-PortOpt = typer.Option(8080, "--port", help="Port of the target (a gateway's backend gets port + 1).")
-RedisPortOpt = typer.Option(16379, "--redis-port", help="Port of the run's Redis.")
-DbPortOpt = typer.Option(13306, "--db-port", help="Port of the run's MariaDB.")
-RuntimeOpt = typer.Option("process", "--runtime", help="Where targets and infrastructure run: process or docker.")
-MemoryOpt = typer.Option("1g", "--memory", help="docker: the memory limit of a target's container (swap included).")
-OfflineOpt = typer.Option(False, "--offline", help="docker: never try to pull; bootstrap missing base images locally.")
-DbPoolOpt = typer.Option(16, "--db-pool-size", envvar="DB_POOL_SIZE", help="Database connections of every "
-                         "target, i.e. statements in flight (CONTRACT.md; default 16).")
-RedisPoolOpt = typer.Option(16, "--redis-pool-size", envvar="REDIS_POOL_SIZE", help="Redis connections of every "
-                            "pooled client, i.e. commands in flight (CONTRACT.md; default 16).")
-StartTimeoutOpt = typer.Option("120s", "--start-timeout", help="How long a target may take to answer its health path.")
 
-
-def _targets(framework: Optional[str], variant: Optional[str], catalog=None):
-    catalog = catalog or discover()
-    frameworks = [f.strip() for f in framework.split(",")] if framework else None
-    variants = [v.strip() for v in variant.split(",")] if variant else None
-    return select(catalog, frameworks, variants)
-
-
-def _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime="process", memory="1g",
-              offline=False, start_timeout="120s", db_pool_size=16, redis_pool_size=16, timeout="30s",
-              fresh_jvm_per_scenario=None, preset=None, jfr=None, topology=None, locust_master=None) -> Settings:
-    """The options as Settings; those left out take the preset's value, else the default."""
-    from orchestrator.targets.runtimes import RUNTIMES
-    topo = topology_mod.load(topology) if topology else preset.topology if preset else None
-    if locust_master:
-        locust_master = "%s:%d" % options.locust_master(locust_master)
-        _check_workers_elsewhere(runtime, topo)
-    if topo and not topo.single_host:
-        if runtime != "process":
-            raise UsageError(f"topology {topo.name} puts the target in a network namespace: that needs "
-                             f"--runtime process")
-        if os.geteuid() != 0:
-            raise UsageError(f"topology {topo.name} creates network namespaces, which needs root")
-    chosen = preset.settings(cpus_given=bool(server_cpus or loadgen_cpus)) if preset else {}
-    server_cpus = server_cpus or chosen.get("server_cpus")
-    loadgen_cpus = loadgen_cpus or chosen.get("loadgen_cpus")
-    heap = heap or chosen.get("heap")
-    fresh = chosen.get("fresh_jvm_per_scenario", False) if fresh_jvm_per_scenario is None else fresh_jvm_per_scenario
-    jfr = chosen.get("jfr", False) if jfr is None else jfr
-    if runtime not in RUNTIMES:
-        raise UsageError(f"unknown runtime '{runtime}'; valid: {', '.join(RUNTIMES)}") from None
-    return Settings(runtime=runtime, memory=options.memory(memory), offline=offline,
-                    start_timeout_s=options.duration(start_timeout, "--start-timeout"),
-                    request_timeout_s=options.duration(timeout, "--timeout"), fresh_jvm_per_scenario=fresh, jfr=jfr,
-                    topology=topo.to_dict() if topo and not topo.single_host else None, locust_master=locust_master,
-                    server_cpus=options.cpu_list(server_cpus or "1", "--server-cpus"),
-                    loadgen_cpus=options.cpu_list(loadgen_cpus or "0", "--loadgen-cpus"),
-                    heap=options.heap(heap or "512m"), port=options.port(port, "--port"),
-                    redis_port=options.port(redis_port, "--redis-port"),
-                    db_port=options.port(db_port, "--db-port"),
-                    db_pool_size=options.pool_size(db_pool_size, "--db-pool-size"),
-                    redis_pool_size=options.pool_size(redis_pool_size, "--redis-pool-size"))
-
-
-def _check_workers_elsewhere(runtime: str, topo) -> None:
-    """Workers on other machines load the server at its address: one they can reach, the remote
-    engine's, never this machine's loopback."""
-    from orchestrator.infra.docker_engine import remote_address
-    if runtime != "docker" or not remote_address():
-        raise UsageError("--locust-master: Locust workers on other machines cannot reach a target on this "
-                         "machine's loopback; run the targets on a remote engine (DOCKER_HOST=tcp://ADDRESS:2375 "
-                         "with --runtime docker)")
-    if topo and topo.workers != topology_mod.LOCAL:
-        raise UsageError(f"--locust-master and topology {topo.name} both say where the Locust workers run: "
-                         f"choose one")
 
 
 @app.command("list")
@@ -136,7 +66,7 @@ def list_targets() -> None:
 def build(framework: Optional[str] = FrameworkOpt,
           force: bool = typer.Option(False, "--force", help="Rebuild even when the sources did not change.")) -> None:
     """Build the frameworks (skipped when their sources did not change)."""
-    targets = _targets(framework, None)
+    targets = select_targets(framework, None)
     logs = RESULTS_DIR / "builds"
     environment = Environment(Settings(), logs, console)
     environment.build_all(targets, force=force)
@@ -161,7 +91,7 @@ def parity_cmd(run: Optional[str] = typer.Argument(None, help="A run id or folde
         if not entries:
             raise UsageError(f"run {run} has no parity table (it was made before runs recorded one)")
     else:
-        targets = _targets(framework, variant)
+        targets = select_targets(framework, variant)
         settings = Settings(db_pool_size=options.pool_size(db_pool_size, "--db-pool-size"),
                             redis_pool_size=options.pool_size(redis_pool_size, "--redis-pool-size"))
         environment = Environment(settings, RESULTS_DIR / "builds", console)
@@ -198,9 +128,9 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
     """Start each target and check every scenario against the contract (no load, unless --load)."""
     if load is not None and not 1 <= load <= 20_000:
         raise UsageError(f"--load must be 1 to 20,000 connections, not {load}")
-    settings = _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime, memory, offline,
+    settings = parse_settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime, memory, offline,
                          start_timeout, db_pool_size, redis_pool_size)
-    targets = _targets(framework, variant)
+    targets = select_targets(framework, variant)
     logs = RESULTS_DIR / "verify" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     environment = Environment(settings, logs, console)
     environment.check_ports(targets, shared_infra=infra_mod.load_state() is not None)
@@ -219,7 +149,7 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
         console.print(f"[yellow]removed a leftover of an earlier run:[/] {leftover}")
     if load:
         os.sched_setaffinity(0, parse_cpus(settings.loadgen_cpus))   # the smoke's k6 and parsing off the server's CPU
-    with runner.quiet_sigterm(), environment.infra() as infra, environment.keep_backends(), \
+    with interrupts.quiet_sigterm(), environment.infra() as infra, environment.keep_backends(), \
             contextlib.closing(smoke.in_turn(environment, targets, infra[0].env(), "verify", beside)) as turns:
         since, started_beside = time.monotonic(), False
         for i, turn in enumerate(turns, 1):
@@ -343,10 +273,10 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
                               + ("" if chosen.jfr else ", Flight Recorder off (no claim of it reads its evidence)"))
         else:
             scenarios = parse_list(scenario, list(SCENARIOS), "scenario")
-            matrix = {t.id: scenarios for t in _targets(framework, variant, catalog)}
+            matrix = {t.id: scenarios for t in select_targets(framework, variant, catalog)}
             prof = profiles.load(profile)
-        prof = _override(prof, concurrency, rate, requests, workers, warmup, warmup_max, duration, repeat, slo)
-        settings = _settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime, memory, offline,
+        prof = override_profile(prof, concurrency, rate, requests, workers, warmup, warmup_max, duration, repeat, slo)
+        settings = parse_settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime, memory, offline,
                              start_timeout, db_pool_size, redis_pool_size, timeout, fresh_jvm_per_scenario, chosen,
                              jfr, topology, locust_master)
         plan = Plan(matrix=matrix, profile=prof, settings=settings, preset=preset,
@@ -358,7 +288,7 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
         if locust_master and not (prof.ramp and prof.ramp.workers):
             raise UsageError("--locust-master waits for Locust workers: that needs a ramp profile with workers "
                              "(-p ramp --workers N)")
-        _check_writable(results_dir)
+        check_writable(results_dir)
         store = runner.new_store(root=results_dir)
     p = plan.profile
     console.print(f"profile {p.name} ({p.kind}, {p.driver}): {describe_levels(p)}, {p.repeat} repeat(s)")
@@ -377,10 +307,9 @@ def judge_notice(plan: Plan, catalog: dict, results_dir: Path) -> str:
     """What the plan's repeats can tell, before it measures: at the noise this machine's floor measured
     on the plan's scenarios (the noisiest), else a typical CV; `bench compare` of two such runs judges
     every cell's rps and p99 at once."""
-    from orchestrator.results import compare, judge, noise
     cells = [(t, cell) for t in map(lambda t: resolve(catalog, t), plan.targets) for cell in plan.cells(t)]
     scenarios = {cell[0] for _, cell in cells}
-    measured = [f.cv for (s, m), f in noise.floors(None, results_dir).items() if m == "rps" and s in scenarios]
+    measured = [f.cv for (s, m), f in noise.floors(host_info(), results_dir).items() if m == "rps" and s in scenarios]
     return judge.plan_notice(plan.repeat, len(cells) * len(compare.DEFAULT_METRICS),
                              max(measured) if measured else judge.TYPICAL_CV)
 
@@ -401,23 +330,6 @@ def describe_levels(p: profiles.Profile) -> str:
     if p.kind == "burst":
         return f"{p.requests:,} requests at {', '.join(map(str, p.concurrency))} connections"
     return f"{', '.join(map(str, p.concurrency))} connections for {p.duration_s:g} s"
-
-
-def _override(prof: profiles.Profile, concurrency, rate, requests, workers, warmup, warmup_max, duration,
-              repeat, slo=None) -> profiles.Profile:
-    """The profile with the command line's options, parsed (the profile checks what applies to it)."""
-    if requests is not None and not 1 <= requests <= 10_000_000:
-        raise UsageError(f"--requests {requests} must be from 1 to 10,000,000")
-    if workers is not None and not 0 <= workers <= 64:
-        raise UsageError(f"--workers {workers} must be from 0 to 64")
-    return prof.with_overrides(
-        concurrency=tuple(options.positive_ints(concurrency, "--concurrency", profiles.MAX_CONNECTIONS))
-        if concurrency else None,
-        rates=tuple(options.positive_ints(rate, "--rate", 1_000_000)) if rate else None,
-        requests=requests, workers=workers, repeat=repeat, slo=capacity.parse_slo(slo) if slo else None,
-        warmup_s=options.duration(warmup, "--warmup", allow_zero=True) if warmup else None,
-        warmup_max_s=options.duration(warmup_max, "--warmup-max") if warmup_max else None,
-        duration_s=options.duration(duration, "--duration") if duration else None)
 
 
 @app.command("profiles")
@@ -442,16 +354,6 @@ def presets_cmd() -> None:
         table.add_row(name, f"{pr.profile.kind} ({pr.profile.driver})", f"{len(pr.matrix)} x {','.join(scen)}",
                       pr.description)
     console.print(table)
-
-
-def _check_writable(root: Path) -> None:
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        probe = root / ".write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as e:
-        raise UsageError(f"results folder {root} is not writable: {e.strerror}") from None
 
 
 def _print_results(df) -> None:
@@ -504,7 +406,7 @@ def infra_up(loadgen_cpus: str = LoadgenCpus, redis_port: int = RedisPortOpt, db
     if infra_mod.load_state():
         console.print("infrastructure is already up (`bench infra status`)")
         return
-    settings = _settings("1", loadgen_cpus, "512m", 8080, redis_port, db_port, runtime, "1g", offline)
+    settings = parse_settings("1", loadgen_cpus, "512m", 8080, redis_port, db_port, runtime, "1g", offline)
     images = {}
     if runtime == "docker":
         from orchestrator.infra.docker_engine import remote_address
@@ -582,7 +484,7 @@ def locust_worker_cmd(
         raise UsageError("--processes must be 1 or more")
     cpus = options.cpu_list(cpus, "--cpus") if cpus else None
     logs = results_dir / "locust-worker" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    with runner.quiet_sigterm():
+    with interrupts.quiet_sigterm():
         serve(address, port, processes, cpus, options.duration(idle, "--idle"), logs, console.print)
 
 
@@ -609,8 +511,8 @@ def calibrate_cmd(server_cpus: Optional[str] = ServerCpus, loadgen_cpus: Optiona
         raise typer.Exit(1)
 
 
-from orchestrator.cli.report_commands import register as _register_reports; _register_reports(app)
-from orchestrator.results.noise import register as _register_noise; _register_noise(app)
+register_reports(app)
+app.command("noise")(noise_cmd)
 
 
 def main() -> None:

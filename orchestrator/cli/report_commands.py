@@ -14,6 +14,7 @@ from rich.table import Table
 from orchestrator import RESULTS_DIR
 from orchestrator.report import network as network_report
 from orchestrator.results import store as results
+from orchestrator.results.store import machine_key
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 VERDICT_STYLE = {"broke": "bold red", "worse": "red", "better": "green", "~": "dim", "?": "yellow"}
@@ -87,7 +88,7 @@ def register(app: typer.Typer) -> None:
         console.print(table)
         counts = cmp["verdict"].value_counts()
         source = (f"the repeats, and for cells of fewer than {judge.OWN_NOISE} the noise floor of "
-                  f"{noise.machine_key(metas[0]['host'])} measured on their own scenario and metric"
+                  f"{machine_key(metas[0]['host'])} measured on their own scenario and metric"
                   if floor else "the repeats")
         console.print(f"{len(cmp)} comparisons: {counts.get('broke', 0)} broke, {counts.get('worse', 0)} worse, "
                       f"{counts.get('better', 0)} better, "

@@ -16,28 +16,12 @@ from pathlib import Path
 from orchestrator.measure.capacity import Objective, parse_slo
 from orchestrator.config.documents import Document
 from orchestrator.drivers import drivers_by_kind
+from orchestrator.drivers.base import Ramp
 from orchestrator.errors import UsageError
 
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 KINDS = drivers_by_kind()   # kind -> the drivers that can run it, the default first
 MAX_CONNECTIONS = 20_000
-
-
-@dataclass(frozen=True)
-class Ramp:
-    start_users: int
-    step_users: int
-    step_s: float
-    steps: int
-    workers: int = 0        # Locust worker processes beside a master; 0: one standalone process
-
-    @property
-    def duration_s(self) -> float:
-        return self.step_s * self.steps
-
-    def users(self, step: int) -> int:
-        """Users during step (1-based)."""
-        return self.start_users + (step - 1) * self.step_users
 
 
 @dataclass(frozen=True)

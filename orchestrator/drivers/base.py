@@ -7,7 +7,6 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from orchestrator import lazy
 from orchestrator.config.scenarios import Scenario
@@ -15,9 +14,22 @@ from orchestrator.results.schema import PERCENTILES
 
 np = lazy.module("numpy")
 
-if TYPE_CHECKING:   # profiles asks the driver registry which kinds exist: no import back at run time
-    from orchestrator.config.profiles import Ramp
+@dataclass(frozen=True)
+class Ramp:
+    """Stepped users (Locust): the ramp profile's shape, which the drivers execute."""
+    start_users: int
+    step_users: int
+    step_s: float
+    steps: int
+    workers: int = 0        # Locust worker processes beside a master; 0: one standalone process
 
+    @property
+    def duration_s(self) -> float:
+        return self.step_s * self.steps
+
+    def users(self, step: int) -> int:
+        """Users during step (1-based)."""
+        return self.start_users + (step - 1) * self.step_users
 
 
 @dataclass(frozen=True)

@@ -47,14 +47,6 @@ VERSION_ARGS = {"wrk": ["--version"], "k6": ["version"], "locust": ["--version"]
                 "oha": ["--version"], "nginx": ["-v"], "redis-server": ["--version"], "mariadbd": ["--version"]}
 
 
-MACHINE_KEYS = ("hostname", "cpu_model", "cores")
-
-
-def machine_key(host: dict) -> str:
-    """How files kept per machine (calibration.json, noise-floor.json) name one: hostname, CPU, cores."""
-    return f"{host.get('hostname', '?')} / {host.get('cpu_model', '?')} / {host.get('cores', '?')} CPUs"
-
-
 def tool_version(path: str, tool: str) -> str:
     """The first line a tool prints about its version ("" when it prints none); asked again only
     when the executable changed."""

@@ -6,6 +6,7 @@ and lost, and the run went on to finish as if nobody had asked it to stop. The r
 between cells, so an interrupt lost that way still stops it at the next one."""
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
 
@@ -26,3 +27,12 @@ def install() -> None:
 def stop_if_asked() -> None:
     if _asked.is_set():
         raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def quiet_sigterm():
+    previous = signal.signal(signal.SIGTERM, on_signal)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -38,10 +38,12 @@ from orchestrator.measure.capacity import Objective, Search, judge, vus_for
 from orchestrator.drivers import DRIVERS, Driver, DriverFailed, LoadResult, LoadSpec, drivers_by_kind, get as get_driver
 from orchestrator.drivers.base import run_generator
 from orchestrator.errors import BenchError, UsageError
-from orchestrator.infra.hostinfo import host_info, machine_key, tool_version
+from orchestrator.infra.hostinfo import host_info, tool_version
+from orchestrator.results.store import atomic_write, machine_key
+from orchestrator.infra.interrupts import quiet_sigterm
 from orchestrator.infra.backends import OWNER_FILE
 from orchestrator.targets.jvm import cpu_count, parse_cpus
-from orchestrator.config.profiles import Ramp
+from orchestrator.drivers.base import Ramp
 from orchestrator.measure.sampling import settle
 from orchestrator.config.scenarios import HELLO, Scenario, parse_list
 
@@ -155,7 +157,6 @@ def cell_ceiling(driver: str, open_model: bool, results_dir: Path, loadgen_cpus:
 def _store(results_dir: Path, host: dict, entries: dict[str, dict], merge: bool = False) -> Path:
     """Each generator's entry replaces the stored one (merge: adds its keys to it, if that one was
     measured with the generator on the same CPUs; one measured on others is replaced)."""
-    from orchestrator.results.store import _atomic_write
     path = Path(results_dir) / FILE
     doc = _read(path)
     record = doc["machines"].setdefault(machine_key(host), {"generators": {}})
@@ -165,7 +166,7 @@ def _store(results_dir: Path, host: dict, entries: dict[str, dict], merge: bool 
         same_cpus = stored.get("loadgen_cpus") == entry.get("loadgen_cpus")
         record["generators"][name] = {**stored, **entry} if merge and same_cpus else entry
     path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path, lambda tmp: tmp.write_text(json.dumps(doc, indent=2) + "\n"))
+    atomic_write(path, lambda tmp: tmp.write_text(json.dumps(doc, indent=2) + "\n"))
     return path
 
 
@@ -301,7 +302,6 @@ def ensure_open_ceiling(name: str, server_cpus: str, loadgen_cpus: str, port: in
     known = ceilings(results_dir=results_dir, loadgen_cpus=loadgen_cpus, key="open_ceiling_rps").get(name)
     if known:
         return known
-    from orchestrator.measure.runner import quiet_sigterm
     procs.ensure_port_free(port, "nginx")
     say(f"{name}'s open-model ceiling is not calibrated with it on CPU(s) {loadgen_cpus}: measuring it against "
         f"nginx first (`bench calibrate` measures every generator)")
@@ -361,7 +361,6 @@ def command(server_cpus: str | None, loadgen_cpus: str | None, duration: str, ge
     from rich.table import Table
 
     from orchestrator.measure.checks import busy_processes
-    from orchestrator.measure.runner import quiet_sigterm
     server_cpus = options.cpu_list(server_cpus or "1", "--server-cpus")
     loadgen_cpus = options.cpu_list(loadgen_cpus or "0", "--loadgen-cpus")
     duration_s = options.duration(duration, "--duration")

@@ -48,7 +48,7 @@ def execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | Non
     # the store listens first: a cell is on disk before anything shows it
     events.cell_measured.add_listener(lambda rows, series: store.add(rows, series))
     events.cell_failed.add_listener(lambda rows: store.add(rows))
-    with quiet_sigterm(), ConsoleView(console, events):
+    with interrupts.quiet_sigterm(), ConsoleView(console, events):
         environment = Environment(plan.settings, store.logs, console, catalog, results_root=store.dir.parent)
         return Run(plan, store, environment, events).execute(argv)
 
@@ -272,12 +272,3 @@ def new_store(now: dt.datetime | None = None, root: Path = RESULTS_DIR) -> RunSt
         n += 1
         d = root / f"{run_id}-{n}"
     return RunStore(d)
-
-
-@contextlib.contextmanager
-def quiet_sigterm():
-    previous = signal.signal(signal.SIGTERM, interrupts.on_signal)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

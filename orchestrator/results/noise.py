@@ -13,7 +13,7 @@ only to cells of too few repeats to have their own; judge.py). `entry()` is the 
 context a report quotes:
 
     from orchestrator.results import noise
-    noise.floors()           # {("json", "rps"): Floor(cv=0.11, n=5, ...), ...} ({} when none was measured)
+    noise.floors(meta["host"])   # {("json", "rps"): Floor(cv=0.11, n=5, ...), ...} ({} when none was measured)
 """
 from __future__ import annotations
 
@@ -21,14 +21,10 @@ import datetime as dt
 import json
 import math
 from pathlib import Path
-from typing import Optional
-
-import typer
-
 from orchestrator import RESULTS_DIR
 from orchestrator.results import analysis, store as results
+from orchestrator.results.store import MACHINE_KEYS, machine_key
 from orchestrator.results.judge import Floor
-from orchestrator.infra.hostinfo import MACHINE_KEYS, host_info, machine_key
 
 FLOOR_FILE = "noise-floor.json"
 QUOTED = {"rps": "rps", "latency_p50_ms": "p50", "latency_p99_ms": "p99"}
@@ -72,21 +68,21 @@ def record(df, meta: dict, root: Path = RESULTS_DIR) -> dict:
              "cv": cvs(df), "n_by_metric": counts(df)}
     floors = _entries(root)
     floors.setdefault(machine_key(host), []).append(entry)
-    results._atomic_write(Path(root) / FLOOR_FILE, lambda p: p.write_text(json.dumps(floors, indent=2) + "\n"))
+    results.atomic_write(Path(root) / FLOOR_FILE, lambda p: p.write_text(json.dumps(floors, indent=2) + "\n"))
     return entry
 
 
-def entry(host: dict | None = None, root: Path = RESULTS_DIR) -> dict | None:
-    """The newest noise-floor entry of a machine (a run.json "host"; None: this one), or None."""
-    found = _entries(root).get(machine_key(host if host is not None else host_info()), [])
+def entry(host: dict, root: Path = RESULTS_DIR) -> dict | None:
+    """The newest noise-floor entry of a machine (a run.json "host", or hostinfo.host_info()), or None."""
+    found = _entries(root).get(machine_key(host), [])
     return found[-1] if found else None  # record() appends
 
 
-def floors(host: dict | None = None, root: Path = RESULTS_DIR) -> dict[tuple[str, str], Floor]:
-    """(scenario, metric) -> the newest noise floor measured there on a machine (None: this one).
+def floors(host: dict, root: Path = RESULTS_DIR) -> dict[tuple[str, str], Floor]:
+    """(scenario, metric) -> the newest noise floor measured there on a machine (a run.json "host").
     Entries written before "n_by_metric" count every repeat that ran for each metric."""
     out = {}
-    for e in _entries(root).get(machine_key(host if host is not None else host_info()), []):   # oldest first
+    for e in _entries(root).get(machine_key(host), []):   # oldest first
         for metric, c in e["cv"].items():
             n = e.get("n_by_metric", {}).get(metric, e["n"])
             out[(e["scenario"], metric)] = Floor(c, n, f"{e['scenario']} at {e['concurrency']}, run {e['run_id']}")
@@ -98,56 +94,3 @@ def describe(e: dict) -> str:
     quoted = ", ".join(f"{name} CV {100 * e['cv'][m]:.1f}%" for m, name in QUOTED.items() if m in e["cv"])
     return (f"{quoted} (n={e['n']}, run {e['run_id']}: {e['target']} on {e['scenario']} at {e['concurrency']} "
             f"connections, {e['driver']}, {e['duration_s']:g} s windows, {e['date'][:10]})")
-
-
-def register(app: typer.Typer) -> None:
-    """Add the `noise` command to the `bench` app."""
-    from orchestrator.cli import app as cli  # only here: cli imports this module
-
-    @app.command("noise")
-    def noise_cmd(framework: str = typer.Option(..., "--framework", "-f", help="The target: framework or "
-                                                "framework:variant (default variant: the framework's own)."),
-                  variant: Optional[str] = typer.Option(None, "--variant", "-v", help="Its variant."),
-                  scenario: str = typer.Option("json", "--scenario", "-s", help="One scenario."),
-                  concurrency: int = typer.Option(64, "--concurrency", "-c", help="Connections."),
-                  repeat: int = typer.Option(5, "--repeat", help="Repeats, each in a fresh JVM (2 or more)."),
-                  duration: str = typer.Option("10s", "--duration", "-d", help="Measured window per repeat."),
-                  warmup: Optional[str] = typer.Option(None, "--warmup", help="Warm-up window (as in `run`)."),
-                  warmup_max: Optional[str] = typer.Option(None, "--warmup-max", help="Give up warming up after."),
-                  server_cpus: Optional[str] = cli.ServerCpus, loadgen_cpus: Optional[str] = cli.LoadgenCpus,
-                  heap: Optional[str] = cli.HeapOpt, port: int = cli.PortOpt, redis_port: int = cli.RedisPortOpt,
-                  db_port: int = cli.DbPortOpt, start_timeout: str = cli.StartTimeoutOpt,
-                  results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir")) -> None:
-        """Run one target N times on one scenario and level (A/A) and store this machine's noise floor."""
-        from orchestrator.config import profiles
-        from orchestrator.measure import runner
-        from orchestrator.config.plan import Plan
-        from orchestrator.config.catalog import discover, resolve
-        from orchestrator.errors import UsageError
-        from orchestrator.config.scenarios import SCENARIOS, parse_list
-        if repeat < 2:
-            raise UsageError("--repeat must be 2 or more: one repeat has no spread")
-        scenarios = parse_list(scenario, list(SCENARIOS), "scenario")
-        if len(scenarios) != 1:
-            raise UsageError("bench noise measures one scenario")
-        target = resolve(discover(), f"{framework}:{variant}" if variant else framework)
-        prof = cli._override(profiles.load("throughput"), concurrency=str(concurrency), rate=None, requests=None,
-                             workers=None, warmup=warmup, warmup_max=warmup_max, duration=duration, repeat=repeat)
-        settings = cli._settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port,
-                                 start_timeout=start_timeout)
-        plan = Plan(matrix={target.id: scenarios}, profile=prof, settings=settings)
-        if not plan.scenarios_of(target):
-            raise UsageError(f"{target.id} does not serve {scenario} "
-                             f"(it serves {', '.join(target.framework.scenarios)})")
-        cli._check_writable(results_dir)
-        store = runner.new_store(root=results_dir)
-        cli.console.print(f"noise: {target.id} on {scenario} at {concurrency} connections, {repeat} fresh JVMs, "
-                          f"{prof.duration_s:g} s windows")
-        if runner.execute(plan, store, cli.console):
-            cli.console.print(f"[red]failed repeats in run {store.run_id}: no noise floor stored[/]")
-            raise typer.Exit(1)
-        e = record(results.load(store.dir), store.meta(), results_dir)
-        cli.console.print(f"noise floor of {machine_key(e)}: {describe(e)}" +
-                          (f"; {e['flagged']} flagged repeat(s) included" if e["flagged"] else ""), soft_wrap=True)
-        cli.console.print("CV per metric: " + ", ".join(f"{m} {100 * c:.1f}%" for m, c in e["cv"].items()) +
-                          f" -> {Path(results_dir) / FLOOR_FILE}", soft_wrap=True)

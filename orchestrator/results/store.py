@@ -44,7 +44,15 @@ RUN_JSON = "run.json"
 
 
 
-def _atomic_write(path: Path, write) -> None:
+MACHINE_KEYS = ("hostname", "cpu_model", "cores")
+
+
+def machine_key(host: dict) -> str:
+    """How files kept per machine (calibration.json, noise-floor.json) name one: hostname, CPU, cores."""
+    return f"{host.get('hostname', '?')} / {host.get('cpu_model', '?')} / {host.get('cores', '?')} CPUs"
+
+
+def atomic_write(path: Path, write) -> None:
     """Write through a temporary file, fsync, rename: a reader or a crash sees old or new, never half."""
     tmp = path.with_name(f".{path.name}.tmp")
     write(tmp)
@@ -78,7 +86,7 @@ class RunStore:
         return json.loads((self.dir / RUN_JSON).read_text())
 
     def write_meta(self, meta: dict) -> None:
-        _atomic_write(self.dir / RUN_JSON, lambda p: p.write_text(json.dumps(meta, indent=2, default=str) + "\n"))
+        atomic_write(self.dir / RUN_JSON, lambda p: p.write_text(json.dumps(meta, indent=2, default=str) + "\n"))
 
     def done(self) -> set[tuple]:
         return {tuple(r.get(k) for k in CELL_KEY) for r in self.rows}   # .get: runs from before a key column
@@ -97,12 +105,12 @@ class RunStore:
             self.series = [r for r in self.series if tuple(r.get(k) for k in TIMESERIES_KEY) not in keys] + [
                 {c: r.get(c) for c in timeseries_schema().names} for r in series]
             ts = pa.Table.from_pylist(self.series, schema=timeseries_schema())
-            _atomic_write(self.dir / TIMESERIES, lambda p: pq.write_table(ts, p))
+            atomic_write(self.dir / TIMESERIES, lambda p: pq.write_table(ts, p))
         keys = {tuple(r.get(k) for k in CELL_KEY) for r in rows}
         self.rows = [r for r in self.rows if tuple(r.get(k) for k in CELL_KEY) not in keys] + [
             {c: r.get(c) for c in COLUMNS} for r in rows]
         table = pa.Table.from_pylist(self.rows, schema=row_schema())
-        _atomic_write(self.dir / MEASUREMENTS, lambda p: pq.write_table(table, p))
+        atomic_write(self.dir / MEASUREMENTS, lambda p: pq.write_table(table, p))
 
 
 def _with_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
