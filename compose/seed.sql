@@ -1,4 +1,4 @@
--- The schema and seed rows of frameworks/CONTRACT.md: the orchestrator (infra.py) and Compose
+-- The schema and seed rows of frameworks/CONTRACT.md: the orchestrator (infra/backends.py) and Compose
 -- (infra.yml) both run this file. seq_1_to_N is MariaDB's Sequence engine: one statement seeds
 -- every row; N is scenarios.SEED_ROWS.
 CREATE DATABASE IF NOT EXISTS bench;
