@@ -111,3 +111,8 @@ def test_every_module_is_named_in_architecture_md():
     missing = [str(p.relative_to(PACKAGE)) for m, p in modules().items()
                if p.name != "__init__.py" and p.name not in text and str(p.relative_to(PACKAGE)) not in text]
     assert not missing, f"modules ARCHITECTURE.md does not name: {missing}"
+
+
+def test_the_readme_is_read_in_ten_minutes():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines; the rest belongs in docs/"
