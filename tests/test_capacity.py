@@ -146,13 +146,14 @@ def test_a_search_that_passed_no_probe_prints_its_capacity_row_without_figures()
     # run 20261125-151746 of a .ci/run rehearsal: every probe of ktor db-read failed, so its capacity row had no
     # window's figures, and printing the run's table crashed on NaN after every cell was measured
     from orchestrator.results import analysis, store as results
-    from orchestrator.cli import app as cli
+    from orchestrator.cli.common import console
+    from orchestrator.cli.results_table import print_results
     df = results.load(analysis.sample_run()).head(1).copy()
     nothing = ["rps", "latency_p50_ms", "latency_p99_ms", "errors_connect", "errors_status", "server_cpu_pct",
                "server_peak_rss_mb", "server_peak_threads", "gc_time_ms"]
     df[nothing] = float("nan")   # as results.load reads a capacity row with none
-    with cli.console.capture() as out:
-        cli._print_results(df)
+    with console.capture() as out:
+        print_results(df)
     assert df["target"].iloc[0] in out.get() and "nan" not in out.get()
 
 

@@ -133,14 +133,14 @@ def test_a_floor_widens_a_cell_of_two_repeats_and_never_narrows_it():
 
 def test_bench_run_tells_what_the_plan_s_repeats_can_judge_before_it_measures(tmp_path):
     from conftest import FIXTURES
-    from orchestrator.cli import app as cli
+    from orchestrator.cli.run_command import judge_notice
     from orchestrator.config import profiles
     from orchestrator.config.catalog import discover
     from orchestrator.config.plan import Plan
     catalog = discover(FIXTURES)
     plan = Plan(matrix={"fixture:ok": ["json"], "fixture:pool-16": ["json"]},
                 profile=profiles.load("throughput").with_overrides(concurrency=(64, 256), repeat=3))
-    notice = cli.judge_notice(plan, catalog, tmp_path)
+    notice = judge_notice(plan, catalog, tmp_path)
     # 2 targets x 2 levels x rps and p99: 8 comparisons in a `bench compare` of two such runs
     assert notice == judge.plan_notice(3, 8, judge.TYPICAL_CV)
     assert "over 8 comparisons" in notice and "needs" in notice

@@ -3,12 +3,15 @@ cost per request at the common rate (where every target does the same work) and 
 and latency against the offered rate with the objective drawn in. Reads rows only (results, schema)."""
 from __future__ import annotations
 
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from orchestrator import lazy
 from orchestrator.results.schema import PERCENTILES, latency_column, percentile_label
 
 pd = lazy.module("pandas")
+figure = lazy.module("matplotlib.figure")   # loaded by a chart, not by the CLI that names this module
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 OUTCOMES = {"found": "", "above-generator": " (generator limit)",
             "below-floor": " (below the lowest rate probed)", "unresolved": " (probe budget spent)"}
@@ -107,7 +110,7 @@ def capacity_chart(probes: pd.DataFrame, capacity: pd.DataFrame, scenario: str, 
     over repeats at each rate probed), passes filled, fails hollow, the objective dashed, and each
     target's break (its lowest failing rate) marked with a cross."""
     col = latency_column(percentile)
-    fig = Figure(figsize=(9, 4.6), dpi=110, layout="constrained")
+    fig = figure.Figure(figsize=(9, 4.6), dpi=110, layout="constrained")
     ax = fig.subplots()
     for target, rows in probes[probes["scenario"] == scenario].groupby("target"):
         rows = rows.assign(passed=rows["verdict"].str.startswith("pass"))

@@ -11,11 +11,7 @@ import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
-
-from matplotlib import colormaps
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from typing import TYPE_CHECKING
 
 from orchestrator import RESULTS_DIR
 from orchestrator.results import analysis, claims, judge, store as results
@@ -30,6 +26,13 @@ from orchestrator.results.schema import NEAR_CEILING, percentile_label
 
 np = lazy.module("numpy")
 pd = lazy.module("pandas")
+# matplotlib (with NumPy) doubled the time `bench --help` took: the CLI names this module, only a chart draws
+matplotlib = lazy.module("matplotlib")
+figure = lazy.module("matplotlib.figure")
+lines = lazy.module("matplotlib.lines")
+ticker = lazy.module("matplotlib.ticker")
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 TIMESERIES = results.TIMESERIES
 WIDTH_IN, DPI = 10.0, 100  # 1000 px wide: reads on a laptop without zooming
@@ -57,7 +60,7 @@ def target_colors(targets) -> dict[str, tuple]:
     """A colour per target, by sorted name: the same target has the same colour in every chart of a run."""
     targets = sorted(set(targets))
     names = ["tab10"] if len(targets) <= 10 else ["tab20", "tab20b"]
-    palette = [c for name in names for c in colormaps[name].colors]
+    palette = [c for name in names for c in matplotlib.colormaps[name].colors]
     return {t: palette[i % len(palette)] for i, t in enumerate(targets)}
 
 
@@ -76,7 +79,7 @@ def _cells(summ: pd.DataFrame, scenario: str, x: str, level, colors: dict) -> pd
 
 def _figure(rows: int, panels: int = 1, height_per_row: float = 0.32, sharey=True, title: str = ""):
     height = 1.6 + height_per_row * max(rows, 2)
-    fig = Figure(figsize=(WIDTH_IN, height), dpi=DPI, layout="constrained")
+    fig = figure.Figure(figsize=(WIDTH_IN, height), dpi=DPI, layout="constrained")
     axes = fig.subplots(1, panels, sharey=sharey, squeeze=False)[0]
     fig.suptitle(title, fontweight="bold")
     return fig, axes
@@ -124,9 +127,9 @@ def _log_if_wide(ax, values, axis: str = "x", ratio: float = 10) -> None:
         (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
         scale = ax.xaxis if axis == "x" else ax.yaxis
         # 1, 2, 5, 10, 20 ... in plain numbers: powers of ten in math text overlap and take a moment to read
-        scale.set_major_locator(LogLocator(subs=(1, 2, 5)))
-        scale.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        scale.set_minor_formatter(NullFormatter())
+        scale.set_major_locator(ticker.LogLocator(subs=(1, 2, 5)))
+        scale.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        scale.set_minor_formatter(ticker.NullFormatter())
 
 
 def latency_chart(summ: pd.DataFrame, scenario: str, colors: dict, x: str = "concurrency") -> Figure:
@@ -154,7 +157,7 @@ def latency_chart(summ: pd.DataFrame, scenario: str, colors: dict, x: str = "con
         ax.grid(axis="x", which="both", alpha=0.3)
     for ax in axes:
         _log_if_wide(ax, seen)
-    handles = [Line2D([], [], marker=m, color="dimgrey", ls="", label=p) for p, m in MARKERS.items()]
+    handles = [lines.Line2D([], [], marker=m, color="dimgrey", ls="", label=p) for p, m in MARKERS.items()]
     fig.legend(handles=handles, loc="outside right upper", fontsize=8)
     fig.supxlabel(LEGEND_NOTE, fontsize=8, color="dimgrey")
     return fig
@@ -165,7 +168,7 @@ def sweep_chart(summ: pd.DataFrame, scenario: str, colors: dict, x: str = "concu
     levels = analysis.x_levels(summ, scenario, x)
     if len(levels) < 2:
         return None
-    fig = Figure(figsize=(WIDTH_IN, 4.2), dpi=DPI, layout="constrained")
+    fig = figure.Figure(figsize=(WIDTH_IN, 4.2), dpi=DPI, layout="constrained")
     axes = fig.subplots(1, 2)
     fig.suptitle(f"{scenario}: throughput and p99 latency against {x}", fontweight="bold")
     cells = summ[summ["scenario"] == scenario]
@@ -220,7 +223,7 @@ def startup_chart(df: pd.DataFrame, colors: dict) -> Figure:
 def timeseries_chart(ts: pd.DataFrame, scenario: str, colors: dict) -> Figure:
     """Users, throughput, failures and p95 over time for a ramp profile, one line per target and repeat."""
     panels = [("users", "users"), ("rps", "req/s"), ("failures_per_s", "failures/s"), ("p95_ms", "p95 latency (ms)")]
-    fig = Figure(figsize=(WIDTH_IN, 8), dpi=DPI, layout="constrained")
+    fig = figure.Figure(figsize=(WIDTH_IN, 8), dpi=DPI, layout="constrained")
     axes = fig.subplots(len(panels), 1, sharex=True)
     fig.suptitle(f"{scenario}: over time", fontweight="bold")
     data = ts[ts["scenario"] == scenario]

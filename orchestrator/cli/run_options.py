@@ -1,0 +1,106 @@
+"""What `bench run` was asked, and the usage rules that turn it into a Plan. Some options only make sense
+together (--quick with --preset; Locust workers elsewhere with a ramp profile that has workers) and some
+exclude each other (--preset with -f, -v, -s or --profile): the rules are kept here, apart from Typer,
+so that they read as one list and a test can check them without starting the command line."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+from rich.markup import escape
+
+from orchestrator.cli.common import check_writable, override_profile, parse_settings, select_targets
+from orchestrator.config import presets, profiles
+from orchestrator.config import topology as topology_mod
+from orchestrator.config.plan import Plan
+from orchestrator.config.scenarios import SCENARIOS, parse_list
+from orchestrator.errors import UsageError
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOptions:
+    """`bench run`'s options as given, unchecked: one field per parameter of the command, same name."""
+    framework: Optional[str]
+    variant: Optional[str]
+    scenario: Optional[str]
+    profile: str
+    preset: Optional[str]
+    quick: bool
+    concurrency: Optional[str]
+    rate: Optional[str]
+    slo: Optional[str]
+    requests: Optional[int]
+    workers: Optional[int]
+    warmup: Optional[str]
+    warmup_max: Optional[str]
+    duration: Optional[str]
+    repeat: Optional[int]
+    fresh_jvm_per_scenario: Optional[bool]
+    jfr: Optional[bool]
+    topology: Optional[str]
+    locust_master: Optional[str]
+    resume: Optional[str]
+    server_cpus: Optional[str]
+    loadgen_cpus: Optional[str]
+    heap: Optional[str]
+    port: int
+    redis_port: int
+    db_port: int
+    runtime: str
+    memory: str
+    offline: bool
+    start_timeout: str
+    db_pool_size: int
+    redis_pool_size: int
+    timeout: str
+    results_dir: Path
+
+    def plan(self, catalog: dict, say: Callable[[str], None]) -> Plan:
+        """The new run these options ask for (--resume aside), or UsageError for the first rule they
+        break; `say` prints what a preset chose as soon as it is read, before the rules that follow."""
+        if self.quick and not self.preset:
+            raise UsageError("--quick goes with --preset")
+        if self.repeat is not None and self.repeat < 1:
+            raise UsageError("--repeat must be 1 or more")
+        chosen = self._preset(catalog, say) if self.preset else None
+        if chosen:
+            matrix, prof = chosen.matrix, chosen.profile
+        else:
+            scenarios = parse_list(self.scenario, list(SCENARIOS), "scenario")
+            matrix = {t.id: scenarios for t in select_targets(self.framework, self.variant, catalog)}
+            prof = profiles.load(self.profile)
+        prof = override_profile(prof, self.concurrency, self.rate, self.requests, self.workers, self.warmup,
+                                self.warmup_max, self.duration, self.repeat, self.slo)
+        settings = parse_settings(self.server_cpus, self.loadgen_cpus, self.heap, self.port, self.redis_port,
+                                  self.db_port, self.runtime, self.memory, self.offline, self.start_timeout,
+                                  self.db_pool_size, self.redis_pool_size, self.timeout, self.fresh_jvm_per_scenario,
+                                  chosen, self.jfr, self.topology, self.locust_master)
+        plan = Plan(matrix=matrix, profile=prof, settings=settings, preset=self.preset,
+                    claims=list(chosen.claims) if chosen else [])
+        plan.check_served(catalog)
+        if plan.topology.workers != topology_mod.LOCAL and not (prof.ramp and prof.ramp.workers):
+            raise UsageError(f"topology {plan.topology.name} puts Locust workers on host {plan.topology.workers}: "
+                             f"that needs a ramp profile with workers (-p ramp --workers N)")
+        if self.locust_master and not (prof.ramp and prof.ramp.workers):
+            raise UsageError("--locust-master waits for Locust workers: that needs a ramp profile with workers "
+                             "(-p ramp --workers N)")
+        check_writable(self.results_dir)
+        return plan
+
+    def _preset(self, catalog: dict, say: Callable[[str], None]) -> presets.Preset:
+        """The preset asked for, in its quick form with --quick; it chooses what -f, -v, -s and --profile would."""
+        if self.framework or self.variant or self.scenario or self.profile != "throughput":
+            raise UsageError("--preset chooses the targets, scenarios and profile: leave out -f, -v, -s and "
+                             "--profile")
+        chosen = presets.load(self.preset, catalog, quick=self.quick)
+        say(f"preset {chosen.name}: {chosen.description}")
+        if chosen.scaled:
+            say(f"[dim]{escape(' '.join(chosen.scaled.split()))}[/]")
+        if self.quick:
+            study = sum(len(s) for s in presets.load(self.preset, catalog).matrix.values())
+            cells = "; ".join(f"{t} {','.join(s)}" for t, s in chosen.matrix.items())
+            say(f"quick form, a smoke of the preset: {sum(len(s) for s in chosen.matrix.values())} of its "
+                f"{study} cells ({cells}), one JVM per target"
+                + ("" if chosen.jfr else ", Flight Recorder off (no claim of it reads its evidence)"))
+        return chosen

@@ -1,0 +1,52 @@
+"""`bench run`'s usage rules, checked on RunOptions directly: no command line is started, nothing runs."""
+from __future__ import annotations
+
+import inspect
+
+import pytest
+from conftest import FIXTURES
+
+from orchestrator import REPO_ROOT
+from orchestrator.cli.run_command import run
+from orchestrator.cli.run_options import RunOptions
+from orchestrator.config.catalog import discover
+from orchestrator.errors import UsageError
+
+
+def asked(**given) -> RunOptions:
+    """RunOptions as `bench run` makes them when only `given` is on its command line."""
+    defaults = {name: p.default.default for name, p in inspect.signature(run).parameters.items()}
+    return RunOptions(**{**defaults, **given})
+
+
+def test_the_options_are_the_run_command_s_parameters():
+    assert {f for f in RunOptions.__dataclass_fields__} == set(inspect.signature(run).parameters)
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"quick": True}, "--quick goes with --preset"),
+    ({"repeat": 0}, "--repeat must be 1 or more"),
+    ({"preset": "redis-frameworks", "scenario": "json"}, "--preset chooses the targets, scenarios and profile"),
+    ({"preset": "redis-frameworks", "profile": "rate"}, "--preset chooses the targets, scenarios and profile"),
+])
+def test_options_that_do_not_go_together_are_refused_before_anything_is_read(given, message, tmp_path):
+    said = []
+    with pytest.raises(UsageError, match=message):
+        asked(framework=None, results_dir=tmp_path, **given).plan(discover(FIXTURES), said.append)
+    assert not said and not list(tmp_path.iterdir())
+
+
+def test_a_plan_of_the_targets_and_scenarios_asked_for(tmp_path):
+    plan = asked(framework="fixture:ok", scenario="json,plaintext", concurrency="8,16", repeat=2,
+                 results_dir=tmp_path).plan(discover(FIXTURES), print)
+    assert plan.matrix == {"fixture:ok": ["json", "plaintext"]}
+    assert (plan.profile.name, plan.profile.concurrency, plan.repeat) == ("throughput", (8, 16), 2)
+    assert not list(tmp_path.iterdir())   # the results folder is only checked to be writable
+
+
+def test_a_preset_s_quick_form_says_how_much_of_the_study_it_runs(tmp_path):
+    said = []
+    plan = asked(preset="redis-frameworks", quick=True, results_dir=tmp_path).plan(discover(REPO_ROOT / "frameworks"),
+                                                                                  said.append)
+    assert plan.preset == "redis-frameworks"
+    assert said[0].startswith("preset redis-frameworks: ") and "quick form, a smoke of the preset" in said[-1]
