@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich import box
 from rich.table import Table
 
-from orchestrator import REPO_ROOT
+from orchestrator import PACKAGE_DIR
 from orchestrator.cli.common import console
 from orchestrator.config import presets, profiles
 from orchestrator.config.catalog import discover
@@ -36,7 +36,7 @@ def profiles_cmd() -> None:
     table = Table("profile", "kind", "driver", "load", "file", box=box.SIMPLE_HEAD)
     for name, path in profiles.shipped().items():
         p = profiles.load(str(path))
-        table.add_row(name, p.kind, p.driver, describe_levels(p), str(path.relative_to(REPO_ROOT)))
+        table.add_row(name, p.kind, p.driver, describe_levels(p), str(path.relative_to(PACKAGE_DIR.parent)))
     console.print(table)
 
 
