@@ -8,8 +8,10 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
+from orchestrator.report import parity_table, sections
 from orchestrator.targets import parity
-from orchestrator.config.catalog import PARITY_FIELDS, discover, select
+from orchestrator.config.catalog import discover, select
+from orchestrator.config.parity_fields import PARITY_FIELDS
 from orchestrator.config.plan import Settings, pool_env
 
 from conftest import bench, bench_env
@@ -28,18 +30,18 @@ def test_threads_are_counted_by_pool_largest_first():
 
 
 def test_what_picks_a_target_s_versions_is_a_column_and_undeclared_where_its_manifest_is_silent():
-    t = parity.table({"x:a": {"server": "Tomcat", "versions": "Spring Boot's BOM",
+    t = parity_table.table({"x:a": {"server": "Tomcat", "versions": "Spring Boot's BOM",
                               "libraries": {"netty": "netty-codec-http 4.2.17.Final"}},
                       "y:b": {"server": "Tomcat"}})
-    assert list(t["versions from"]) == ["Spring Boot's BOM", parity.UNDECLARED]
+    assert list(t["versions from"]) == ["Spring Boot's BOM", parity_table.UNDECLARED]
     assert list(t["netty"]) == ["netty-codec-http 4.2.17.Final", ""]
 
 
 def test_the_columns_that_differ_are_named():
-    t = parity.table({"x:a": {"server": "Tomcat", "declared": {"backlog": "100"}, "heap": "512m", "gc": "Serial"},
+    t = parity_table.table({"x:a": {"server": "Tomcat", "declared": {"backlog": "100"}, "heap": "512m", "gc": "Serial"},
                       "y:b": {"server": "Netty", "declared": {"backlog": "100"}, "heap": "512m", "gc": "Serial"}})
     assert list(t["target"]) == ["x:a", "y:b"]
-    assert parity.differing(t) == ["server"]
+    assert parity_table.differing(t) == ["server"]
 
 
 @pytest.mark.slow
@@ -92,14 +94,14 @@ def test_a_pool_size_out_of_range_is_a_usage_error():
 
 def test_a_target_that_declares_nothing_reads_undeclared_and_the_report_warns():
     # issue 31: a framework.toml without [parity] showed blank cells, with no warning
-    from orchestrator.report import run_report as report
     entries = {"x:a": {"server": "Tomcat", "declared": {f: "stated" for f in PARITY_FIELDS}},
                "stranger:b": {"server": "Netty", "declared": {"backlog": "128"}}}
-    t = parity.table(entries).set_index("target")
-    assert t.loc["stranger:b", PARITY_FIELDS["db"]] == "undeclared" and t.loc["stranger:b", PARITY_FIELDS["backlog"]] == "128"
+    t = parity_table.table(entries).set_index("target")
+    assert t.loc["stranger:b", PARITY_FIELDS["db"]] == "undeclared"
+    assert t.loc["stranger:b", PARITY_FIELDS["backlog"]] == "128"
     assert t.loc["x:a", PARITY_FIELDS["db"]] == "stated"
-    assert parity.undeclared(entries) == {"stranger:b": [f for f in PARITY_FIELDS if f != "backlog"]}
-    warned = report.warnings({"parity": entries, "warnings": ["loadgen busy"]})
+    assert parity_table.undeclared(entries) == {"stranger:b": [f for f in PARITY_FIELDS if f != "backlog"]}
+    warned = sections.warnings({"parity": entries, "warnings": ["loadgen busy"]})
     assert warned[0] == "loadgen busy" and len(warned) == 2
     assert warned[1].startswith("stranger:b declares no workers, redis, db, keep_alive in its framework.toml"), warned
 

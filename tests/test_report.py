@@ -13,7 +13,8 @@ import pytest
 
 from conftest import bench
 from orchestrator.results import analysis, judge, noise, store as results
-from orchestrator.report import run_report as report
+from orchestrator.config.scenarios import SCENARIOS
+from orchestrator.report import run_report, sections, tables
 
 # Everything that would reach the network or a profile is off: the report must work alone.
 CHROMIUM = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -62,17 +63,17 @@ def test_report_html_is_self_contained_and_report_md_has_its_images_beside_it(ru
 def test_failed_and_flagged_cells_are_marked_and_never_crowned(run_dir):
     summ = analysis.summary(results.load(run_dir))
     eligible = {(r.scenario, r.concurrency, r.target) for r in summ[summ["eligible"]].itertuples()}
-    leads = analysis.leaders(summ, report.TABLE_METRICS)
+    leads = analysis.leaders(summ, tables.TABLE_METRICS)
     for lead in leads.itertuples():
         for crowned in (lead.best, lead.runner_up):
             assert pd.isna(crowned) or (lead.scenario, lead.concurrency, crowned) in eligible
         assert (lead.verdict == "no clean cell") == pd.isna(lead.best)
     for (scenario, level), cells in summ.groupby(["scenario", "concurrency"]):
-        table = report.comparison_table(summ, scenario, level)
+        table = tables.comparison_table(summ, scenario, level)
         for cell in cells[~cells["eligible"]].itertuples():
             assert table[cell.target].str.contains("✗|⚠").all(), (scenario, level, cell.target)
             assert cell.target not in set(table["better"])
-    assert len(report.not_crowned(summ)) == int((~summ["eligible"]).sum())
+    assert len(tables.not_crowned(summ)) == int((~summ["eligible"]).sum())
 
 
 def cells(target: str, rps, flags: str = "", status: str = "ok", scenario: str = "json",
@@ -97,7 +98,7 @@ def test_a_fifty_percent_lead_with_tight_repeats_is_crowned():
         r = lead(fast, slow, noise=noise)
         assert (r["verdict"], r["best"], r["runner_up"]) == ("crowned", "fast", "slow")
         assert r["ci_low_pct"] > 0 and r["ci_low_pct"] < r["diff_pct"] < r["ci_high_pct"]
-    text = report.winners_matrix(analysis.summary(pd.concat([fast, slow])), metrics=["rps"]).iloc[0, -1]
+    text = tables.winners_matrix(analysis.summary(pd.concat([fast, slow])), metrics=["rps"]).iloc[0, -1]
     assert text.startswith("fast: +50% vs slow (95% CI +") and "MDE" in text
 
 
@@ -113,7 +114,7 @@ def test_an_eight_percent_lead_in_eleven_percent_noise_is_within_noise_with_its_
     # a machine as noisy as this one: 11 % per window, 3 + 3 repeats cannot see 8 %, and the
     # verdict names the repeats a side that a lead of 8 % needs
     assert r["mde_pct"] > 8 and r["why"].endswith(" repeats a side)") and "a lead of 8.0% needs" in r["why"]
-    better = report.comparison_table(analysis.summary(pd.concat([a, b])), "json", 256, metrics=["rps"],
+    better = tables.comparison_table(analysis.summary(pd.concat([a, b])), "json", 256, metrics=["rps"],
                                      noise=FLOOR_11)["better"].iloc[0]
     assert better.startswith("within noise (±")
 
@@ -123,7 +124,7 @@ def test_a_single_repeat_is_judged_by_the_noise_floor_or_not_at_all():
     unknown = lead(a, b)
     assert unknown["verdict"] == "inconclusive" and unknown["why"].startswith("needs 3 repeats a side (1+1 here")
     summ = analysis.summary(pd.concat([a, b]))
-    assert "run `bench noise`" in report.winners_matrix(summ, metrics=["rps"]).iloc[0, -1]
+    assert "run `bench noise`" in tables.winners_matrix(summ, metrics=["rps"]).iloc[0, -1]
     assert lead(a, b, noise=FLOOR_11)["verdict"] == "crowned"          # +50 % against ±30 %
     assert lead(cells("a", [10_800]), b, noise=FLOOR_11)["verdict"] == "within noise"
 
@@ -134,7 +135,7 @@ def test_absolute_cpu_and_gc_totals_are_shown_and_never_crowned():
     slow = cells("slow", [10_000, 10_050, 9_950]).assign(server_cpu_pct=[60, 61, 59], gc_time_ms=[20, 21, 19])
     for metric in ("server_cpu_pct", "gc_time_ms"):
         assert lead(fast, slow, metric=metric)["verdict"] == "not ranked"
-    table = report.comparison_table(analysis.summary(pd.concat([fast, slow])), "json", 256,
+    table = tables.comparison_table(analysis.summary(pd.concat([fast, slow])), "json", 256,
                                     metrics=["server_cpu_pct", "cpu_ms_per_req"]).set_index("metric")
     assert table["better"].iloc[0] == analysis.NOT_RANKED and table["better"].iloc[1] != analysis.NOT_RANKED
 
@@ -147,7 +148,7 @@ def test_bytes_per_response_are_shown_beside_the_figures_and_never_crowned():
     bare["bytes"] = bare["requests"] * 98
     summ = analysis.summary(pd.concat([dated, bare]))
     assert lead(dated, bare, metric="bytes_per_response")["verdict"] == "not ranked"
-    table = report.comparison_table(summ, "json", 256, metrics=["bytes_per_response"]).set_index("metric")
+    table = tables.comparison_table(summ, "json", 256, metrics=["bytes_per_response"]).set_index("metric")
     assert (table.loc["bytes per response (B) ↓", ["bare", "dated"]] == ["98", "135"]).all()
     assert "headers" in table["better"].iloc[0]
 
@@ -180,7 +181,7 @@ def test_a_level_where_a_flagged_cell_did_better_is_inconclusive_and_names_it():
     assert r["best"] == "a:x" and r["verdict"] == "inconclusive"
     assert r["why"] == "1 flagged cell did better: c:z 12,000 req/s [loadgen-saturated]"
     summ = analysis.summary(pd.concat([clean_best, clean_second, flagged]))
-    assert "c:z 12,000 req/s [loadgen-saturated]" in report.winners_matrix(summ, metrics=["rps"]).iloc[0, -1]
+    assert "c:z 12,000 req/s [loadgen-saturated]" in tables.winners_matrix(summ, metrics=["rps"]).iloc[0, -1]
     # p99 follows: the flagged cell's is lower, so that level is inconclusive too
     assert lead(clean_best, clean_second, flagged, metric="latency_p99_ms")["verdict"] == "inconclusive"
 
@@ -199,13 +200,30 @@ def test_the_report_quotes_the_noise_floor_of_the_run_s_machine(run_dir, tmp_pat
     meta = results.load_meta(run_dir)
     aa = cells("fixture:ok", [10_000, 11_000, 9_000, 10_500, 9_500], scenario="json", concurrency=64)
     noise.record(aa.assign(driver="wrk", duration_s=10.0), {**meta, "run_id": "aa-run"}, root)
-    _, md_path = report.build(run_dir.name, root)
+    _, md_path = run_report.build(run_dir.name, root)
     md = md_path.read_text()
     assert "Noise floor on this run's machine (vm / AMD EPYC / 2 CPUs): rps CV 7.9%" in md
     assert "(n=5, run aa-run: fixture:ok on json at 64 connections, wrk, 10 s windows" in md
     # +86 % on 2 + 2 repeats, one side 9-11k: json's floor is no floor of redis, and two repeats
     # this far apart leave the lead within their own noise (the bootstrap of the median crowned it)
     assert "| redis | 256 | within noise (±" in md and "a lead of 86% needs 3 repeats a side" in md
+
+
+def test_the_report_quotes_each_scenario_s_contract_as_its_run_recorded_it(run_dir):
+    # the contract comes from run.json, not from today's scenarios.py: a run made before runs recorded
+    # contracts states none, rather than one it may not have run under
+    df = results.load(run_dir).assign(redis_commands_per_request=1.0)
+    meta = results.load_meta(run_dir)
+    assert all(s.contract for s in SCENARIOS.values())
+    recorded = {**meta, "contracts": {name: SCENARIOS[name].contract for name in ("json", "redis")}}
+
+    def evidence_prose(meta: dict) -> dict[str, str]:
+        blocks = sections.document(df, meta, None, "concurrency")
+        return {blocks[i - 1][1].split(":")[0]: content for i, (kind, content) in enumerate(blocks)
+                if kind == "p" and content.startswith(sections.EVIDENCE_TEXT)}
+
+    assert evidence_prose(recorded)["redis"] == f"{sections.EVIDENCE_TEXT} The contract: {SCENARIOS['redis'].contract}"
+    assert set(evidence_prose(meta).values()) == {sections.EVIDENCE_TEXT}
 
 
 def chromium(*args: str, profile) -> subprocess.CompletedProcess:

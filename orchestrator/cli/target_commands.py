@@ -28,6 +28,7 @@ from orchestrator.errors import UsageError
 from orchestrator.infra import backends as infra_mod, interrupts
 from orchestrator.infra.procs import ensure_port_free
 from orchestrator.results import store as results
+from orchestrator.report import parity_table
 from orchestrator.targets import parity, smoke
 from orchestrator.targets.environment import Environment
 from orchestrator.targets.jvm import cpu_count, parse_cpus
@@ -79,15 +80,15 @@ def parity_cmd(run: Optional[str] = typer.Argument(None, help="A run id or folde
         environment.build_all(targets)
         entries = {t.id: parity.record(t, pool_env(settings, t)) for t in targets
                    if t.framework.name not in environment.build_failures}
-    t = parity.table(entries)
+    t = parity_table.table(entries)
     if len(t) * PARITY_COLUMN + PARITY_COLUMN > console.width:
         # more targets than columns of a readable width: one block per property, each value once
-        for prop, values in parity.by_property(t):
+        for prop, values in parity_table.by_property(t):
             console.print(f"[bold]{escape(prop)}[/]", soft_wrap=False)
             for value, targets in values:
                 console.print(Padding(f"{escape(value or '–')}\n[dim]{escape(', '.join(targets))}[/]", (0, 0, 0, 2)))
     else:
-        m = parity.matrix(t)
+        m = parity_table.matrix(t)
         table = Table(*m.columns, box=box.SIMPLE_HEAD)
         for _, row in m.iterrows():
             table.add_row(*[str(v) for v in row])

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from orchestrator import FRAMEWORKS_DIR
 from orchestrator.config.documents import Document
+from orchestrator.config.parity_fields import PARITY_FIELDS
 from orchestrator.errors import UsageError
 from orchestrator.config.scenarios import MANIFEST_SCENARIOS
 
@@ -15,15 +16,6 @@ PLACEHOLDERS = {"{java}", "{jvm_opts}", "{artifact}"}
 TOP_KEYS = {"name", "description", "language", "server", "health_path", "scenarios", "backend",
             "build", "start", "variants", "parity", "versions"}
 VARIANT_KEYS = {"description", "default", "env", "properties", "jvm_opts", "threads", "parity"}
-# What a manifest's `parity` table declares (a variant's own table overrides the framework's): the
-# limits that its code and configuration set, shown in the parity table beside the results.
-PARITY_FIELDS = {
-    "workers": "threads that run a request's work",
-    "redis": "Redis client, commands in flight",
-    "db": "database pool, statements in flight",
-    "keep_alive": "requests per keep-alive connection",
-    "backlog": "accept backlog",
-}
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,9 @@ class Scenario:
     backend_work: dict[str, int] = field(default_factory=dict)
     # Requests to the endpoint whose parameter the contract answers with 400 (its parameter rule).
     rejects: tuple[str, ...] = ()
+    # What the endpoint does, in one sentence: run.json records it (runner.py), and the report quotes
+    # it from there beside what the backends counted, so an old run keeps the contract it ran under.
+    contract: str = ""
 
     @property
     def served_as(self) -> str:
@@ -119,24 +122,45 @@ def _rejects(path: str, name: str, above_max: str) -> tuple[str, ...]:
 
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
-    Scenario("plaintext", "GET", "/plaintext", 200, "text/plain", HELLO),
-    Scenario("json", "GET", "/json", 200, "application/json", {"message": HELLO}),
+    Scenario("plaintext", "GET", "/plaintext", 200, "text/plain", HELLO,
+             contract="answers the text \"Hello, World!\"; no Redis command, no database statement."),
+    Scenario("json", "GET", "/json", 200, "application/json", {"message": HELLO},
+             contract="answers {\"message\":\"Hello, World!\"}, serialised per request by the framework's JSON "
+                      "library; no Redis command, no database statement."),
     Scenario("sleep", "GET", "/sleep?ms=100", 200, "application/json", {"sleptMs": 100},
-             rejects=_rejects("/sleep", "ms", "60001")),
+             rejects=_rejects("/sleep", "ms", "60001"),
+             contract="waits 100 ms the variant's way (a blocking sleep, a timer, a delay), then answers "
+                      "{\"sleptMs\":100}; no Redis command, no database statement."),
     # The ramp study's "sleep 1 s": the same endpoint, ten times as long.
-    Scenario("sleep-1s", "GET", "/sleep?ms=1000", 200, "application/json", {"sleptMs": 1000}, endpoint="sleep"),
+    Scenario("sleep-1s", "GET", "/sleep?ms=1000", 200, "application/json", {"sleptMs": 1000}, endpoint="sleep",
+             contract="waits 1,000 ms the variant's way (a blocking sleep, a timer, a delay), then answers "
+                      "{\"sleptMs\":1000}; no Redis command, no database statement."),
     Scenario("cpu", "GET", "/cpu?n=20000", 200, "application/json", {"n": 20000, "primes": 2262},
-             rejects=_rejects("/cpu", "n", "10000001")),
+             rejects=_rejects("/cpu", "n", "10000001"),
+             contract="counts the primes up to 20,000 by trial division and answers their number (2,262); no "
+                      "Redis command, no database statement."),
     # The same count with Thread.yield() after each prime: study 003's context-switch experiment.
-    Scenario("cpu-yield", "GET", "/cpu-yield?n=20000", 200, "application/json", {"n": 20000, "primes": 2262}),
+    Scenario("cpu-yield", "GET", "/cpu-yield?n=20000", 200, "application/json", {"n": 20000, "primes": 2262},
+             contract="counts the primes up to 20,000 as cpu does, calling Thread.yield() after each one found; "
+                      "no Redis command, no database statement."),
     Scenario("redis", "GET", "/redis", 200, "application/json", list(REDIS_SEED.values()),
-             backend_work={"redis_commands": 1}),
+             backend_work={"redis_commands": 1},
+             contract="one MGET of the three seeded keys, answered as a JSON array of their values; no database "
+                      "statement."),
     DbRead("db-read", "GET", "/db?id=42", 200, "application/json", seeded_row(42), backend_work={"db_selects": 1},
-           rejects=("/db", "/db?id=", *_rejects("/db", "id", "2147483648"))),
+           rejects=("/db", "/db?id=", *_rejects("/db", "id", "2147483648")),
+           contract="one SELECT of the seeded row by its id, answered as JSON; no Redis command, no PREPARE per "
+                    "request."),
     DbWrite("db-write", "POST", "/db", 201, "application/json", None,
-             body=b'{"name":"bench-write","price":1.5}', headers=_JSON_BODY, backend_work={"db_inserts": 1}),
-    Scenario("proxy", "GET", "/proxy/sleep?ms=100", 200, "application/json", {"sleptMs": 100}),
-    Scenario("proxy-json", "GET", "/proxy/json", 200, "application/json", {"message": HELLO}),
+             body=b'{"name":"bench-write","price":1.5}', headers=_JSON_BODY, backend_work={"db_inserts": 1},
+             contract="one INSERT of the row sent, answered with its generated id; no Redis command, no PREPARE "
+                      "per request."),
+    Scenario("proxy", "GET", "/proxy/sleep?ms=100", 200, "application/json", {"sleptMs": 100},
+             contract="forwards /sleep?ms=100 to the backend target and returns its response; the gateway sends "
+                      "no Redis command, no database statement."),
+    Scenario("proxy-json", "GET", "/proxy/json", 200, "application/json", {"message": HELLO},
+             contract="forwards /json to the backend target and returns its response; the gateway sends no Redis "
+                      "command, no database statement."),
 ]}
 
 

@@ -35,6 +35,7 @@ from orchestrator.measure.events import Events
 from orchestrator.infra.hostinfo import git_commit, host_info, tool_versions
 from orchestrator.targets.jvm import parse_cpus
 from orchestrator.config.plan import Cell, Plan, pool_env
+from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.infra.procs import log_tail
 from orchestrator.results.store import RunStore, new_run_id
 
@@ -74,7 +75,7 @@ class Run:
             ensure_open_ceiling(plan.profile.driver, s.server_cpus, s.loadgen_cpus, s.port, environment.results_root,
                                 plan.profile.duration_s, plan.profile.resolution,
                                 lambda text: self.events.notice.fire(text=text, warning=False))
-        meta = store.meta() if (store.dir / "run.json").exists() else self._new_meta(argv)
+        meta = store.meta() if (store.dir / "run.json").exists() else self._new_meta(argv, targets)
         todo = plan.todo(targets, store.done())
         failed = 0
         try:
@@ -128,7 +129,7 @@ class Run:
             meta["warnings"] = [f"busy: {w}" for w in busy] + meta["warnings"]
             self.store.write_meta(meta)
 
-    def _new_meta(self, argv: list[str] | None) -> dict:
+    def _new_meta(self, argv: list[str] | None, targets: list[Target]) -> dict:
         """run.json of a new run: what ran, where, with which versions, and warnings about the machine."""
         # other processes' CPU is read over the build and the infrastructure's start (_busy_warnings)
         self.busy = BusyProcesses()
@@ -141,6 +142,8 @@ class Run:
                 "command": argv or sys.argv, "git_commit": git_commit(), "host": host_info(),
                 "jdk": {"home": str(self.environment.jdk.home), "version": self.environment.jdk.version},
                 "tools": tool_versions(), "plan": self.plan.to_dict(), "warnings": recorded,
+                # what each scenario's endpoint does: the report quotes the contract the run ran under
+                "contracts": {sc: SCENARIOS[sc].contract for t in targets for sc in self.plan.scenarios_of(t)},
                 # what `bench calibrate` measured each generator to reach here: the near-generator-ceiling flag's bar
                 "generator_ceilings": ceilings(results_dir=self.environment.results_root, loadgen_cpus=s.loadgen_cpus),
                 # and the highest arrival rate each keeps here: a capacity search's cap

@@ -40,7 +40,8 @@ def _medians(df: pd.DataFrame, scenario: str, metric: str) -> pd.DataFrame:
     return ran.groupby(["target", "network"])[metric].agg(["median", "min", "max", "size"])
 
 
-def table(df: pd.DataFrame, scenario: str, order: list[str], metric: str = "rps", unit: str = "req/s") -> pd.DataFrame | None:
+def table(df: pd.DataFrame, scenario: str, order: list[str], metric: str = "rps",
+          unit: str = "req/s") -> pd.DataFrame | None:
     """Targets by level: median of the metric over the repeats [min-max], and a last row with the
     round trip probed at each level (median over the cells)."""
     m = _medians(df, scenario, metric)
@@ -136,7 +137,8 @@ def describe(meta: dict) -> str | None:
     links = []
     for name, link in net["links"].items():
         probed = [p["rtt"][name]["median_ms"] for p in net.get("rtt_probes", []) if name in p["rtt"]]
-        shapes = "; ".join(f"{lv if lv != 'None' else 'configured'}: {s['rtt_ms']:g} ms" for lv, s in link["shapes"].items())
+        shapes = "; ".join(f"{lv if lv != 'None' else 'configured'}: {s['rtt_ms']:g} ms"
+                           for lv, s in link["shapes"].items())
         links.append(f"{name} ({link['ends'][0]['address']} - {link['ends'][1]['address']}; {shapes}; probed "
                      + (f"{fmt(min(probed), 'ms')} to {fmt(max(probed), 'ms')} over {len(probed)} "
                         f"probe{'s' * (len(probed) != 1)}" if probed else "never") + ")")

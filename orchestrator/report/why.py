@@ -87,7 +87,7 @@ WHY_TEXT = ("What the JVM did in the measured window, from a Flight Recorder rec
             "monitor or in a socket read on average (waits of at least 10 ms; monitors 1 ms); GC pauses as a "
             "share of the window; the allocation rate; on event-loop threads the share of CPU samples in the "
             "application's own code (a busy or blocked event loop); threads waiting on a lock, semaphore or monitor "
-            "taken in the application's own code, on average over thread dumps every 0.5 s or less often (virtual threads "
-            "included, which Flight Recorder's parks miss), and where most of them waited: a limit in the "
+            "taken in the application's own code, on average over thread dumps every 0.5 s or less often (virtual "
+            "threads included, which Flight Recorder's parks miss), and where most of them waited: a limit in the "
             "application, not in a pool or a backend; the hottest method with its share of all "
             "CPU samples; the flame graph of each repeat.")

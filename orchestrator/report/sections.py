@@ -1,0 +1,259 @@
+"""The report's content: its sections in order (the run's facts and warnings, network levels,
+capacity, winners, the study's claims, parity, then per scenario its charts, tables, Flight
+Recorder's why and what the backends counted, and startup), with the prose that explains each, as a
+list of blocks that render.py writes twice (HTML and Markdown).
+
+What the run was (its plan, parity, scenarios' contracts, generator ceilings, warnings) comes from its
+own files, measurements.parquet and run.json, not from today's configuration: an old run reports what
+it ran under, and a section whose data it lacks is left out.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import re
+
+
+from orchestrator import lazy
+from orchestrator.report import capacity as capacity_report, network as network_report, parity_table
+from orchestrator.report.charts import (latency_chart, resources_chart, startup_chart, sweep_chart, target_colors,
+                                        throughput_chart, timeseries_chart)
+from orchestrator.report.render import Chart, png
+from orchestrator.report.tables import comparison_table, evidence_table, not_crowned, winners_matrix
+from orchestrator.report.why import WHY_TEXT, why_table
+from orchestrator.results import analysis, claims, judge, noise as noise_mod
+from orchestrator.results.analysis import SEPARATOR, fmt
+from orchestrator.results.schema import NEAR_CEILING, percentile_label
+
+pd = lazy.module("pandas")
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-")
+
+
+def _measured(prof: dict) -> str:
+    """What a cell of the profile measures: a window, a number of requests, or the steps of a ramp."""
+    if prof.get("kind") == "burst":
+        return f"{prof.get('requests', 0):,} requests per cell"
+    if prof.get("kind") == "ramp" and prof.get("ramp"):
+        r = prof["ramp"]
+        return f"{r['steps']} steps of {r['step_s']:g} s from {r['start_users']} users, +{r['step_users']} per step"
+    return f"{prof.get('duration_s', '?')} s measured"
+
+
+def _facts(meta: dict, df: pd.DataFrame) -> str:
+    plan, host = meta.get("plan", {}), meta.get("host", {})
+    s = plan.get("settings", {})
+    # Runs before profiles existed kept the profile's fields in the plan itself.
+    prof = plan.get("profile") if isinstance(plan.get("profile"), dict) else {**plan, "name": plan.get("profile")}
+    parts = [f"started {meta.get('started_at', '?')}", meta.get("status", ""),
+             f"preset {plan['preset']}" if plan.get("preset") else "",
+             f"{host.get('cpu_model', '?')}, {host.get('cores', '?')} cores",
+             f"JDK {meta.get('jdk', {}).get('version', '?')}",
+             f"server CPUs {s.get('server_cpus', '?')}, load generator CPUs {s.get('loadgen_cpus', '?')}",
+             f"heap {s.get('heap', '?')}, {s.get('runtime', '?')} runtime",
+             f"profile {prof.get('name', '?')} ({prof.get('kind', 'throughput')}, "
+             f"{prof.get('driver', s.get('driver', '?'))})",
+             f"warm-up windows of {prof.get('warmup_s', '?')} s until steady, {_measured(prof)}, "
+             f"{prof.get('repeat', '?')} repeat(s)",
+             f"{len(df)} cells, {int((df['status'] != 'ok').sum())} failed",
+             f"commit {str(meta.get('git_commit', ''))[:12]}"]
+    return " · ".join(p for p in parts if p)
+
+
+def _floor_note(entry: dict | None, host: dict) -> str:
+    machine = noise_mod.machine_key(host)
+    if not entry:
+        return (f"No noise floor measured on this run's machine ({machine}): a lead rests on its repeats "
+                f"alone, and a single repeat crowns nothing (`bench noise` measures one).")
+    return (f"Noise floor on this run's machine ({machine}): {noise_mod.describe(entry)}. A floor widens only "
+            f"cells of its own scenario and metric with fewer than {judge.OWN_NOISE} repeats; elsewhere it "
+            f"is context, and a cell is judged by its own repeats.")
+
+
+def _ceiling_note(meta: dict) -> str:
+    """The generator ceilings the run was flagged against (run.json, from `bench calibrate`)."""
+    ceilings = meta.get("generator_ceilings") or {}
+    if not ceilings:
+        return ("No generator ceiling was calibrated on this run's machine: a cell near what its generator can "
+                "send at all is not flagged (`bench calibrate` measures each generator against nginx).")
+    each = ", ".join(f"{name} {fmt(rps)} req/s" for name, rps in sorted(ceilings.items()))
+    return (f"Generator ceilings on this run's machine (`bench calibrate`, against nginx): {each}. A cell above "
+            f"{NEAR_CEILING:.0%} of its generator's ceiling is flagged near-generator-ceiling: it may measure the "
+            f"generator rather than the target.")
+
+
+EVIDENCE_TEXT = ("Per request in the measured window, from Redis's and MariaDB's own counters, and the peaks of "
+                 "their connections and of statements running at once; TCP counters from the kernel.")
+
+
+def contract_of(meta: dict, scenario: str) -> str:
+    """The sentence that states a scenario's contract, as run.json recorded it (a network level or the
+    VUs folded into the name are not part of it); "" for runs made before runs recorded contracts."""
+    contract = (meta.get("contracts") or {}).get(scenario.split(SEPARATOR)[0])
+    return f"The contract: {contract}" if contract else ""
+
+
+def warnings(meta: dict) -> list[str]:
+    """What the run warned of, and each target whose framework.toml leaves a parity field out."""
+    silent = parity_table.undeclared(meta.get("parity") or {})
+    return [*meta.get("warnings", []),
+            *(f"{t} declares no {', '.join(fields)} in its framework.toml's [parity]: a limit there is unknown, so "
+              f"its figures may not compare with the others'" for t, fields in silent.items())]
+
+
+def parity_blocks(meta: dict) -> list[tuple]:
+    """The parity table of the run (run.json), the columns in which targets differ marked ≠."""
+    entries = meta.get("parity") or {}
+    if not entries:
+        return []
+    t = parity_table.table(entries)
+    diff = parity_table.differing(t)
+    return [("h2", "Parity: what each target runs with"),
+            ("p", "Declared in each framework.toml (pools, keep-alive, backlog), resolved by Maven for the build "
+                  "(library versions), and observed after each target's load (`jcmd Thread.print`: platform "
+                  "threads by pool, the largest first; GC and heap). Properties marked ≠ differ between targets: "
+                  + ("; ".join(diff) if diff else "none") + "."),
+            ("table", parity_table.matrix(t))]
+
+
+def document(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
+             floor: dict | None = None, cvs: dict | None = None) -> list[tuple]:
+    """The report as a list of blocks ("h2" | "p" | "table" | "chart", content), rendered twice.
+    floor: the newest noise-floor entry of the run's machine (noise.entry), or None; cvs: its floors
+    by scenario and metric (noise.floors)."""
+    colors = target_colors(df["target"])
+    blocks: list[tuple] = [("facts", _facts(meta, df))]
+    warned = warnings(meta)
+    if warned:
+        blocks.append(("warn", warned))
+
+    def chart(name, fig, title):
+        if fig is not None:
+            blocks.append(_chart_block(name, fig, title))
+
+    network = network_report.describe(meta)
+    if network:
+        blocks.append(("p", network))
+    order = network_report.levels(meta)
+    if order:
+        blocks += [("h2", "Across network levels"),
+                   ("p", "Every cell was measured at each level of the link that varies, the link reshaped in "
+                         "place between levels (the JVM kept running). Median over the repeats [min-max]; the "
+                         "last row is the round trip probed when each level began. A target overtakes another "
+                         "when it is behind beyond the noise of the repeats at the first level and ahead beyond "
+                         "it at a later one, by the rule that crowns (orchestrator/judge.py).")]
+        for scenario in sorted(set(df.loc[df["network"].notna(), "scenario"])):
+            t = network_report.table(df, scenario, order)
+            if t is not None:
+                blocks += [("h3", f"{scenario} by network level"), ("table", t),
+                           *(("p", s) for s in network_report.verdicts(df, scenario, order, meta))]
+    raw, df = df, network_report.by_level(df)   # every later table keeps the levels apart
+    probes, capacity, df = capacity_report.split(df)
+    if len(capacity) or len(probes):
+        blocks += _capacity_blocks(probes, capacity, meta, colors)
+        if df.empty:
+            blocks.append(("h2", "Startup"))
+            chart("startup", startup_chart(capacity, colors), "startup")
+            return blocks
+    summ = analysis.summary(df, x)
+    if summ.empty:
+        return blocks + [("p", "No cells were measured.")]
+    blocks += [("h2", "Winners"),
+               ("p", "The best target per scenario and metric among clean cells (every repeat ran, no "
+                     "self-check flag), and how far it leads the runner-up. ↑ higher is better, ↓ lower is "
+                     "better; figures are medians over repeats. A target is crowned only when the 95% "
+                     "interval of its lead (Welch's t on the logarithms of the repeats, each a fresh JVM; "
+                     "orchestrator/judge.py) excludes a tie; otherwise the lead is within noise, ± the "
+                     "interval's half-width, with the repeats a side a lead that large needs. MDE is the "
+                     "smallest lead these repeats could have detected (power 0.8): within noise is no proof "
+                     "of equality, and more repeats lower it. A level where a flagged or partly failed cell "
+                     "did better than the best clean one is inconclusive, and so is a lead with too few "
+                     "repeats to have a noise (it names the repeats it needs)."),
+               ("p", _floor_note(floor, meta.get("host", {}))),
+               ("p", _ceiling_note(meta)),
+               ("table", winners_matrix(summ, x, noise=cvs))]
+    bad = not_crowned(summ, x)
+    if len(bad):
+        blocks += [("h2", "Cells not crowned"), ("table", bad)]
+    told = (meta.get("plan") or {}).get("claims") or []
+    if told:
+        blocks += [("h2", "The study's claims, re-tested"),
+                   ("p", "Each claim of the study this preset reruns, its figure as measured here, and the "
+                         "evidence recorded in the same cells that tests the study's explanation (medians over "
+                         "the repeats; the condition is the preset's, in orchestrator/presets/)."),
+                   *(("p", text) for text in claims.sentences(raw, told, x))]
+    blocks += parity_blocks(meta)
+
+    for scenario in sorted(summ["scenario"].unique()):
+        blocks.append(("h2", f"Scenario: {scenario}"))
+        if ts is not None and scenario in set(ts["scenario"]):
+            chart(f"{scenario}-timeseries", timeseries_chart(ts, scenario, colors), f"{scenario} over time")
+        if not analysis.x_levels(summ, scenario, x):
+            blocks.append(("p", f"No {x} recorded for {scenario}: no per-level charts or tables."))
+            continue
+        chart(f"{scenario}-throughput", throughput_chart(summ, scenario, colors, x), f"{scenario} throughput")
+        chart(f"{scenario}-latency", latency_chart(summ, scenario, colors, x), f"{scenario} latency")
+        chart(f"{scenario}-sweep", sweep_chart(summ, scenario, colors, x), f"{scenario} against {x}")
+        chart(f"{scenario}-resources", resources_chart(summ, scenario, colors, x), f"{scenario} resources")
+        for level in analysis.x_levels(summ, scenario, x):
+            blocks += [("h3", f"{scenario} at {analysis.level_name(df, x)} {level:g}"),
+                       ("table", comparison_table(summ, scenario, level, x, noise=cvs))]
+        why = why_table(df, scenario, x)
+        if why is not None:
+            blocks += [("h3", f"{scenario}: why, from Flight Recorder"), ("p", WHY_TEXT), ("table", why)]
+        evidence = evidence_table(df, scenario, x)
+        if evidence is not None:
+            blocks += [("h3", f"{scenario}: what the backends and the kernel counted"),
+                       ("p", " ".join(filter(None, [EVIDENCE_TEXT, contract_of(meta, scenario)]))),
+                       ("table", evidence)]
+    blocks.append(("h2", "Startup"))
+    chart("startup", startup_chart(df, colors), "startup")
+    return blocks
+
+
+def _chart_block(name: str, fig: Figure, title: str) -> tuple:
+    return "chart", Chart(f"report-{_slug(name)}.png", title, png(fig))
+
+
+def _capacity_blocks(probes: pd.DataFrame, capacity: pd.DataFrame, meta: dict, colors: dict) -> list[tuple]:
+    """The capacity section, first in the report: the table, the cost per request, a chart per scenario."""
+    percentile, common_rate = capacity_report.objective_of(meta.get("plan", {}).get("profile") or {})
+    label = percentile_label(percentile)
+    slos = "; ".join(sorted(f"{s}: {o}" for s, o in capacity.groupby("scenario")["slo"].first().items()))
+    blocks = [("h2", "Capacity at the objective"),
+              ("p", f"The highest arrival rate each target sustains with the objective met ({slos}): an open "
+                    f"model (k6 constant-arrival-rate, no coordinated omission), searched from {common_rate:g} "
+                    f"req/s by doubling, then bisection. A rate passes when {label} is within the bound, failed "
+                    f"and dropped arrivals are within the error budget and the rate offered is achieved; a pass "
+                    f"within 10 % of the bound is probed twice. Each cell is the interval the capacity lies in: "
+                    f"the highest rate that passed – the lowest that failed. Where the generator could offer no "
+                    f"more (its CPUs saturated, or above the highest rate `bench calibrate` measured k6 to keep "
+                    f"here in an open model: {_open_ceiling(meta)}) only a lower bound is known: "
+                    f"\"≥ rate (generator limit)\". Every probe is a row of measurements.parquet."),
+              ("table", capacity_report.capacity_table(capacity)),
+              ("p", "With repeats, each a fresh JVM, a cell also gives the interval they support together "
+                    "(from the lowest capacity any JVM reached to the highest rate at which any failed), and "
+                    "one target has more capacity than another only where its interval lies wholly above the "
+                    "other's" + "".join(f"; {line}" for line in capacity_report.ordering(capacity)) + "."),
+              ("h3", f"Cost per request at the common rate ({common_rate:g} req/s) and at capacity"),
+              ("p", "At the common rate every target does the same work, so CPU per request and memory compare "
+                    "directly; at capacity, requests per CPU-second is what one fully busy core serves at that "
+                    "cost, and req/s per MiB of peak RSS is the throughput density."),
+              ("table", capacity_report.efficiency_table(probes, capacity, common_rate))]
+    for scenario in sorted(set(probes["scenario"])):
+        blocks.append(_chart_block(f"{scenario}-capacity", capacity_report.capacity_chart(
+            probes, capacity, scenario, colors, percentile, capacity_report.bound_of(probes, scenario)),
+            f"{scenario}: latency against offered rate"))
+        why = why_table(capacity, scenario, x=None)
+        if why is not None:
+            blocks += [("h3", f"{scenario}: why, at the highest rate that passed"), ("p", WHY_TEXT), ("table", why)]
+    return blocks
+
+
+def _open_ceiling(meta: dict) -> str:
+    known = meta.get("generator_open_ceilings") or {}
+    return ", ".join(f"{name} {rps:,.0f} req/s" for name, rps in known.items()) or "not calibrated for this run"
