@@ -32,7 +32,6 @@ from orchestrator.errors import BenchError, TargetFailed, UsageError
 from orchestrator.config.plan import Plan, Settings, pool_env
 from orchestrator.infra.procs import ensure_port_free
 from orchestrator.config.scenarios import SCENARIOS, parse_list
-from orchestrator.results.schema import percentile_label
 from orchestrator.results import compare, judge, noise
 from orchestrator.infra.hostinfo import host_info
 from orchestrator.cli.noise_command import noise_cmd
@@ -291,7 +290,7 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
         check_writable(results_dir)
         store = runner.new_store(root=results_dir)
     p = plan.profile
-    console.print(f"profile {p.name} ({p.kind}, {p.driver}): {describe_levels(p)}, {p.repeat} repeat(s)")
+    console.print(f"profile {p.name} ({p.kind}, {p.driver}): {p.describe()}, {p.repeat} repeat(s)")
     console.print(f"[dim]{escape(judge_notice(plan, catalog, results_dir))}[/]", soft_wrap=True)
     started = dt.datetime.now()
     failed = runner.execute(plan, store, console, catalog=catalog)
@@ -314,31 +313,13 @@ def judge_notice(plan: Plan, catalog: dict, results_dir: Path) -> str:
                              max(measured) if measured else judge.TYPICAL_CV)
 
 
-def describe_levels(p: profiles.Profile) -> str:
-    if p.kind == "ramp":
-        r = p.ramp
-        return (f"{r.start_users} users +{r.step_users} every {r.step_s:g} s for {r.steps} steps"
-                + (f", {r.workers} Locust workers" if r.workers else ""))
-    if p.kind == "rate":
-        return f"{', '.join(map(str, p.rates))} req/s for {p.duration_s:g} s with at most {max(p.concurrency)} VUs"
-    if p.kind == "capacity":
-        o = p.objective
-        return (f"the highest rate with {percentile_label(o.percentile)} <= {o.bound_ms:g} ms over the scenario's "
-                f"wait and errors <= {100 * o.error_budget:g} %, from {p.common_rate} req/s to within "
-                f"{100 * p.resolution:g} %, {p.duration_s:g} s probes (at most {p.max_probes}), at most "
-                f"{max(p.concurrency)} VUs")
-    if p.kind == "burst":
-        return f"{p.requests:,} requests at {', '.join(map(str, p.concurrency))} connections"
-    return f"{', '.join(map(str, p.concurrency))} connections for {p.duration_s:g} s"
-
-
 @app.command("profiles")
 def profiles_cmd() -> None:
     """The load profiles shipped in orchestrator/profiles/ (copy one and pass it to --profile)."""
     table = Table("profile", "kind", "driver", "load", "file", box=box.SIMPLE_HEAD)
     for name, path in profiles.shipped().items():
         p = profiles.load(str(path))
-        table.add_row(name, p.kind, p.driver, describe_levels(p), str(path.relative_to(REPO_ROOT)))
+        table.add_row(name, p.kind, p.driver, p.describe(), str(path.relative_to(REPO_ROOT)))
     console.print(table)
 
 
