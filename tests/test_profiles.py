@@ -8,14 +8,32 @@ import pytest
 
 from conftest import PORTS, bench
 from orchestrator.results import claims, store as results
-from orchestrator.config import presets, profiles
+from orchestrator.config import kinds, presets, profiles
 from orchestrator.config.catalog import discover
+from orchestrator.drivers import drivers_by_kind
 from orchestrator.errors import ManifestError, UsageError
 
 
 def test_every_shipped_profile_loads():
-    kinds = {profiles.load(name).kind for name in profiles.shipped()}
-    assert kinds == set(profiles.KINDS)
+    shipped = {profiles.load(name).kind for name in profiles.shipped()}
+    assert shipped == set(kinds.KINDS)
+
+
+def test_every_kind_has_a_driver_and_every_driver_runs_only_kinds():
+    runs = drivers_by_kind()
+    assert set(runs) == set(kinds.KINDS)
+    assert all(runs[name] for name in kinds.KINDS)
+
+
+def test_every_kind_describes_its_shipped_profile():
+    assert profiles.load("throughput").describe() == "256 connections for 10 s"
+    assert profiles.load("burst").describe() == "10,000 requests at 500, 1000, 2000 connections"
+    assert profiles.load("rate").describe() == "500, 1000, 2000 req/s for 10 s with at most 1000 VUs"
+    assert profiles.load("ramp").describe() == "50 users +50 every 10 s for 10 steps"
+    assert profiles.load("ramp").with_overrides(workers=2).describe().endswith(", 2 Locust workers")
+    assert profiles.load("capacity").describe() == (
+        "the highest rate with p99 <= 50 ms over the scenario's wait and errors <= 0.1 %, from 500 req/s to "
+        "within 5 %, 8 s probes (at most 12), at most 2000 VUs")
 
 
 def test_every_shipped_preset_resolves_against_the_repo():

@@ -11,7 +11,6 @@ import typer
 from rich.markup import escape
 
 from orchestrator import RESULTS_DIR
-from orchestrator.cli.catalog_commands import describe_levels
 from orchestrator.cli.common import (console, DbPoolOpt, DbPortOpt, FrameworkOpt, HeapOpt, LoadgenCpus, MemoryOpt,
                                      OfflineOpt, PortOpt, RedisPoolOpt, RedisPortOpt, RuntimeOpt, ServerCpus,
                                      StartTimeoutOpt, VariantOpt)
@@ -80,7 +79,7 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
         plan = asked.plan(catalog, console.print)
         store = runner.new_store(root=results_dir)
     p = plan.profile
-    console.print(f"profile {p.name} ({p.kind}, {p.driver}): {describe_levels(p)}, {p.repeat} repeat(s)")
+    console.print(f"profile {p.name} ({p.kind}, {p.driver}): {p.describe()}, {p.repeat} repeat(s)")
     console.print(f"[dim]{escape(judge_notice(plan, catalog, results_dir))}[/]", soft_wrap=True)
     started = dt.datetime.now()
     failed = runner.execute(plan, store, console, catalog=catalog)

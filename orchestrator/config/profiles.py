@@ -1,27 +1,31 @@
 """Load profiles: how the cells of a run load a target. Each is a small TOML file that a user can
-copy and edit (orchestrator/profiles/*.toml), chosen with `bench run --profile NAME|FILE`.
-
-    throughput  closed loop for a fixed time at each concurrency (wrk; or k6 with constant VUs)
-    burst       a fixed number of requests at each concurrency, then stop (k6 shared-iterations, or h2load)
-    ramp        stepped users: start, +step every step_duration, for steps steps (Locust)
-    rate        an open model at each fixed arrival rate (k6 constant-arrival-rate)
-
-Every profile warms the target up with wrk until it is steady (see warmup.py) before it measures.
-"""
+copy and edit (orchestrator/config/profiles/*.toml), chosen with `bench run --profile NAME|FILE`. A
+Profile is the flat record a run.json stores; what its `kind` means (throughput, burst, rate, capacity,
+ramp: its own fields, cells, description and how a cell is measured) is the kind's (config/kinds/),
+which this module looks up by name and never branches on. Every profile warms the target up with wrk
+(k6 for arrival rates) until it is steady (measure/warmup.py) before it measures."""
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from pathlib import Path
 
-from orchestrator.measure.capacity import Objective, parse_slo
+from orchestrator.config import kinds
 from orchestrator.config.documents import Document
+from orchestrator.config.kinds.base import MAX_CONNECTIONS, Kind, Level, RowKey
 from orchestrator.drivers import drivers_by_kind
 from orchestrator.drivers.base import Ramp
 from orchestrator.errors import UsageError
 
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
-KINDS = drivers_by_kind()   # kind -> the drivers that can run it, the default first
-MAX_CONNECTIONS = 20_000
+# The keys of a profile file every kind reads; each kind adds its own (Kind.fields).
+COMMON_FIELDS = ("kind", "driver", "description", "concurrency", "duration", "warmup", "warmup_max",
+                 "warmup_concurrency", "repeat")
+# Profile fields the command line can set, with their options; the common ones apply to every kind,
+# the others to the kinds that list them (Kind.options).
+OPTIONS = {"concurrency": "--concurrency", "rates": "--rate", "slo": "--slo", "requests": "--requests",
+           "workers": "--workers", "duration_s": "--duration", "warmup_s": "--warmup",
+           "warmup_max_s": "--warmup-max", "repeat": "--repeat"}
+COMMON_OPTIONS = ("warmup_s", "warmup_max_s", "repeat")
 
 
 @dataclass(frozen=True)
@@ -50,43 +54,33 @@ class Profile:
     source: str = ""                        # the file it came from
 
     @property
-    def objective(self) -> Objective:
-        return Objective(self.slo_percentile, self.slo_ms, self.error_budget)
+    def rules(self) -> Kind:
+        """What the profile's kind means (config/kinds/)."""
+        return kinds.get(self.kind)
 
-    def levels(self) -> list[tuple[int, float | None]]:
-        """(concurrency, rate) of each cell per scenario; a ramp is one cell per scenario."""
-        if self.kind == "ramp":
-            return [(self.ramp.start_users, None)]
-        if self.kind == "rate":
-            return [(c, float(r)) for c in self.concurrency for r in self.rates]
-        if self.kind == "capacity":   # one search per scenario, with at most this many VUs
-            return [(max(self.concurrency), None)]
-        return [(c, None) for c in self.concurrency]
+    def levels(self) -> list[Level]:
+        """(concurrency, rate) of each cell per scenario."""
+        return self.rules.levels(self)
 
-    def row_keys(self, concurrency: int, rate: float | None) -> list[tuple[int, float | None, int | None]]:
-        """(concurrency, rate, step) of the measurement rows one cell writes: a ramp writes one per step;
-        a search, its probes (rate = the rate offered, step = the probe's number, as many as it takes)
-        and the capacity row (these keys), written last."""
-        if self.kind == "ramp":
-            return [(self.ramp.users(s), None, s) for s in range(1, self.ramp.steps + 1)]
-        return [(concurrency, rate, None)]
+    def row_keys(self, concurrency: int, rate: float | None) -> list[RowKey]:
+        """(concurrency, rate, step) of the measurement rows one cell writes."""
+        return self.rules.row_keys(self, concurrency, rate)
 
     def warmup_rate(self, rate: float | None) -> float | None:
-        """The arrival rate of the warm-up (None: a closed loop): a rate cell's own, a search's start."""
-        return float(self.common_rate) if self.kind == "capacity" else rate
+        """The arrival rate of the warm-up (None: a closed loop)."""
+        return self.rules.warmup_rate(self, rate)
 
     def warmup_connections(self, concurrency: int) -> int:
-        """Connections (VUs for a rate) of the warm-up: the load the cell measures, a ramp's first step."""
-        if self.warmup_concurrency:
-            return self.warmup_concurrency
-        return self.ramp.start_users if self.ramp else concurrency
+        """Connections (VUs for a rate) of the warm-up: the profile's own, else the kind's."""
+        return self.warmup_concurrency or self.rules.warmup_connections(self, concurrency)
 
     def measured_s(self) -> float:
-        """Seconds of load per cell, for estimates (a burst's length depends on the target; a search's,
-        at most this)."""
-        if self.kind == "capacity":
-            return self.duration_s * self.max_probes
-        return self.ramp.duration_s if self.ramp else self.duration_s
+        """Seconds of load per cell, for estimates."""
+        return self.rules.measured_s(self)
+
+    def describe(self) -> str:
+        """The load of its cells in one line."""
+        return self.rules.describe(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> "Profile":
@@ -99,37 +93,17 @@ class Profile:
     def with_overrides(self, **changes) -> "Profile":
         """A copy with what the command line sets instead (None: keep). An option the profile's kind
         has no use for is a usage error rather than silently ignored."""
-        for fld, value in changes.items():
-            option, kinds = OVERRIDES.get(fld, (None, None))
-            if value is not None and kinds and self.kind not in kinds:
-                raise UsageError(f"{option} does not apply to the {self.kind} profile '{self.name}' "
-                                 f"(it applies to: {', '.join(kinds)})")
-        slo = changes.pop("slo", None)
-        if slo is not None:
-            changes["slo_percentile"], changes["slo_ms"] = slo
-        workers = changes.pop("workers", None)
-        if workers is not None:
-            changes["ramp"] = replace(self.ramp, workers=workers)
-        p = replace(self, **{k: v for k, v in changes.items() if v is not None})
-        problem = p.inconsistency()
-        if problem:
-            raise UsageError(f"--requests {problem}")
+        changes = {k: v for k, v in changes.items() if v is not None}
+        for fld in changes:
+            if fld not in COMMON_OPTIONS and fld not in self.rules.options:
+                applies = [k.name for k in kinds.KINDS.values() if fld in k.options]
+                raise UsageError(f"{OPTIONS[fld]} does not apply to the {self.kind} profile '{self.name}' "
+                                 f"(it applies to: {', '.join(applies)})")
+        p = self.rules.override(self, changes)
+        conflict = p.rules.conflict(p)
+        if conflict:
+            raise UsageError(f"{OPTIONS[conflict[0]]} {conflict[1]}")
         return p
-
-    def inconsistency(self) -> str:
-        """What makes the profile impossible to run, or ''."""
-        if self.kind == "burst" and self.requests < max(self.concurrency):
-            return (f"{self.requests} is fewer than the largest concurrency {max(self.concurrency)}: every "
-                    f"connection must send at least one request")
-        return ""
-
-
-# Profile fields the command line can set: the option, and the kinds of profile it applies to (None: all).
-OVERRIDES = {"concurrency": ("--concurrency", ("throughput", "burst", "rate", "capacity")),
-             "rates": ("--rate", ("rate",)), "slo": ("--slo", ("capacity",)),
-             "requests": ("--requests", ("burst",)), "workers": ("--workers", ("ramp",)),
-             "duration_s": ("--duration", ("throughput", "rate", "capacity")), "warmup_s": ("--warmup", None),
-             "warmup_max_s": ("--warmup-max", None), "repeat": ("--repeat", None)}
 
 
 def shipped() -> dict[str, Path]:
@@ -148,50 +122,26 @@ def load(name_or_path: str) -> Profile:
     return parse(Document.read(path))
 
 
-FIELDS = ("kind", "driver", "description", "concurrency", "rates", "requests", "duration", "warmup",
-          "warmup_max", "warmup_concurrency", "repeat", "ramp", "slo", "error_budget", "common_rate", "resolution",
-          "max_probes")
-RAMP_FIELDS = ("start_users", "step_users", "step_duration", "steps", "workers")
-
-
 def parse(doc: Document, name: str | None = None) -> Profile:
     """Validate a profile document (a file, or a preset's [profile] table); ManifestError names the
     file and the field."""
-    doc.check_keys(FIELDS)
-    kind = doc.choice("kind", tuple(KINDS), "a profile kind", default=None)
-    driver = doc.table.get("driver", KINDS[kind][0])
-    if driver not in KINDS[kind]:
-        doc.fail("driver", f"{driver!r} cannot run a {kind} profile; valid: {', '.join(KINDS[kind])}")
+    # every kind's keys, whatever the kind: a file that changes its kind keeps loading
+    doc.check_keys(tuple(dict.fromkeys(COMMON_FIELDS + tuple(f for k in kinds.KINDS.values() for f in k.fields))))
+    kind = kinds.get(doc.choice("kind", tuple(kinds.KINDS), "a profile kind", default=None))
+    runs = drivers_by_kind().get(kind.name, ())
+    driver = doc.table.get("driver", runs[0] if runs else None)
+    if driver not in runs:
+        doc.fail("driver", f"{driver!r} cannot run a {kind.name} profile; valid: {', '.join(runs)}")
     p = Profile(
-        name=name or doc.path.stem, kind=kind, driver=driver,
+        name=name or doc.path.stem, kind=kind.name, driver=driver,
         description=str(doc.table.get("description", "")).strip(),
-        concurrency=doc.wholes("concurrency", [1000] if kind in ("rate", "capacity") else [256], MAX_CONNECTIONS),
+        concurrency=doc.wholes("concurrency", list(kind.default_concurrency), MAX_CONNECTIONS),
         duration_s=doc.duration("duration", "10s"), warmup_s=doc.duration("warmup", "5s", allow_zero=True),
         warmup_max_s=doc.duration("warmup_max", "90s"),
         warmup_concurrency=doc.whole("warmup_concurrency") if "warmup_concurrency" in doc else None,
         repeat=doc.whole("repeat", 1), source=str(doc.path))
-    if kind == "burst":
-        p = replace(p, requests=doc.whole("requests"))
-    if kind == "rate":
-        p = replace(p, rates=doc.wholes("rates", None, 1_000_000))
-    if kind == "capacity":
-        try:
-            percentile, bound = parse_slo(doc.get("slo", str, "p99=50ms"))
-        except UsageError as e:
-            doc.fail("slo", str(e).replace("--slo ", ""))
-        p = replace(p, slo_percentile=percentile, slo_ms=bound, error_budget=doc.fraction("error_budget", 0.001),
-                    common_rate=doc.whole("common_rate", 500), resolution=doc.fraction("resolution", 0.05),
-                    max_probes=doc.whole("max_probes", 12, minimum=2))
-    if kind == "ramp":
-        if not isinstance(doc.table.get("ramp"), dict):
-            doc.fail("ramp", "a ramp profile needs a [ramp] table (start_users, step_users, step_duration, steps)")
-        ramp = doc.sub("ramp")
-        ramp.check_keys(RAMP_FIELDS)
-        p = replace(p, ramp=Ramp(start_users=ramp.whole("start_users"), step_users=ramp.whole("step_users", minimum=0),
-                                 step_s=ramp.duration("step_duration", None), steps=ramp.whole("steps"),
-                                 workers=ramp.whole("workers", 0, minimum=0)))
-        if p.ramp.users(p.ramp.steps) > MAX_CONNECTIONS:
-            doc.fail("ramp", f"ends at {p.ramp.users(p.ramp.steps):,} users, more than {MAX_CONNECTIONS:,}")
-    if p.inconsistency():
-        doc.fail("requests", p.inconsistency())
+    p = kind.read(doc, p)
+    conflict = kind.conflict(p)
+    if conflict:
+        doc.fail(*conflict)
     return p

@@ -71,7 +71,7 @@ class Run:
         for leftover in environment.cleanup_leftovers():
             self.events.notice.fire(text=f"removed a leftover of an earlier run: {leftover}", warning=True)
         environment.check_ports(targets, shared_infra=infra_mod.load_state() is not None)
-        if plan.profile.kind == "capacity":
+        if plan.profile.rules.needs_open_ceiling:
             ensure_open_ceiling(plan.profile.driver, s.server_cpus, s.loadgen_cpus, s.port, environment.results_root,
                                 plan.profile.duration_s, plan.profile.resolution,
                                 lambda text: self.events.notice.fire(text=text, warning=False))

@@ -1,0 +1,114 @@
+"""What every profile kind is: a Kind owns the fields of a profile file that only it reads, the command
+line's options that apply to it, its cells (levels) and the rows each writes, its warm-up, how it is
+described, and the loop that measures one of its cells; CellRun is what that loop drives its loads
+through. Kinds are stateless objects that take the Profile (the stored data) as an argument, so that a
+run.json keeps the same flat profile whatever kinds exist. The defaults are those of a closed loop at
+each concurrency for a fixed time, measured in one window: a kind overrides only where it differs."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, Protocol
+
+from orchestrator.config.documents import Document
+from orchestrator.config.scenarios import Scenario
+from orchestrator.drivers.base import LoadResult, LoadSpec
+
+MAX_CONNECTIONS = 20_000
+
+Level = tuple[int, "float | None"]                 # (concurrency, rate) of a cell
+RowKey = tuple[int, "float | None", "int | None"]  # (concurrency, rate, step) of a row
+Rows = tuple[list[dict], list[dict]]               # measurement rows, per-second series
+
+
+class CellRun(Protocol):
+    """A cell under way, its target warmed up (measure/cell.py's WarmedUpCell): all a kind's measure()
+    may use. It lives in measure/ and is handed in, so that a kind needs nothing from measure/ to say
+    how its cells run."""
+    profile: Any                    # the run's Profile
+    scenario: Scenario
+    base: dict                      # the columns every row of the cell carries (identity, warm-up)
+    load: LoadSpec                  # the cell's own load: its concurrency, rate, duration, requests, ramp
+    name: str                       # the cell's generator and recording files are named by it
+    progress: Callable[[str], None]  # a line for the console while the cell runs
+
+    def drive(self, load: LoadSpec, name: str) -> tuple[LoadResult, Any]:
+        """Run one load while sampling the server; (its result, the sampler); TargetFailed if the
+        target died or stopped answering."""
+
+    def window(self, sampler: Any, result: LoadResult, whole_load: bool = False) -> Any:
+        """The server's figures over a result's own window (whole_load: the sampler saw only it)."""
+
+    def flags(self, concurrency: int, result: LoadResult, sample: Any) -> list[str]:
+        """What is suspect about a window (checks.py, evidence.py, the warm-up's steadiness)."""
+
+    def row(self, columns: dict, result: LoadResult, sample: Any, flags: list[str]) -> dict:
+        """A measurement row: the cell's columns, these, and the window's figures."""
+
+    def keep(self, name: str, results: list, rows: list[dict]) -> list[dict]:
+        """The rows with the Flight Recorder columns of the load named name (when it records)."""
+
+    def second(self, record: dict, sampler: Any) -> dict:
+        """The per-second series row of a driver's one-second record."""
+
+    def open_ceiling(self) -> float | None:
+        """The highest arrival rate `bench calibrate` measured the driver to keep here (None: unknown)."""
+
+
+class Kind:
+    """A kind of load profile; one instance per kind, registered in config/kinds/__init__.py."""
+    name = ""
+    fields: tuple[str, ...] = ()     # its own keys in a profile file, beyond profiles.COMMON_FIELDS
+    options: tuple[str, ...] = ()    # Profile fields the command line may set for it, beyond profiles.COMMON_OPTIONS
+    default_concurrency: tuple[int, ...] = (256,)
+    # A fixed number of clients, each waiting for its answer: Little's law ties rps and latency to them.
+    closed_loop = False
+    # Arrivals on a schedule: a cell is held against the generator's open-model ceiling, not its closed-loop one.
+    open_model = False
+    # Its cells are capped by that ceiling: the run measures it first when it is not yet known.
+    needs_open_ceiling = False
+
+    def read(self, doc: Document, profile):
+        """The profile with the fields only this kind reads, validated (ManifestError names the field)."""
+        return profile
+
+    def conflict(self, profile) -> tuple[str, str] | None:
+        """(field, why) when the profile's values make it impossible to run; None when it can run."""
+        return None
+
+    def override(self, profile, changes: dict):
+        """The profile with what the command line set (Profile fields, or an option this kind reads)."""
+        return replace(profile, **changes)
+
+    def levels(self, profile) -> list[Level]:
+        """(concurrency, rate) of each cell per scenario."""
+        return [(c, None) for c in profile.concurrency]
+
+    def row_keys(self, profile, concurrency: int, rate: float | None) -> list[RowKey]:
+        """(concurrency, rate, step) of the measurement rows one cell writes."""
+        return [(concurrency, rate, None)]
+
+    def warmup_rate(self, profile, rate: float | None) -> float | None:
+        """The arrival rate of the warm-up (None: a closed loop)."""
+        return rate
+
+    def warmup_connections(self, profile, concurrency: int) -> int:
+        """Connections (VUs for a rate) of the warm-up when the profile does not set them."""
+        return concurrency
+
+    def measured_s(self, profile) -> float:
+        """Seconds of load per cell, for estimates."""
+        return profile.duration_s
+
+    def describe(self, profile) -> str:
+        """The load of its cells in one line (`bench profiles`, the start of `bench run`)."""
+        raise NotImplementedError(self.name)
+
+    def measure(self, cell: CellRun) -> Rows:
+        """Measure one cell: here one load, one row over all of it."""
+        load = cell.load
+        result, sampler = cell.drive(load, cell.name)
+        sample = cell.window(sampler, result, whole_load=True)
+        row = cell.row({"concurrency": load.concurrency, "rate": load.rate}, result, sample,
+                       cell.flags(load.concurrency, result, sample))
+        return cell.keep(cell.name, [result], [row]), []
