@@ -22,7 +22,8 @@ from orchestrator.config.plan import Settings
 from orchestrator.config.catalog import discover, resolve
 from orchestrator.infra.docker_engine import LABEL_OWNER, client
 from orchestrator.infra.procs import in_netns, spawn, stop_pid
-from orchestrator.config.topology import LOCAL, Network, Topology
+from orchestrator.config.topology import LOCAL, Topology
+from orchestrator.infra.network import Network
 
 from conftest import FIXTURES, PORTS, ROOT, bench, bench_env, wait_for
 

@@ -1,8 +1,9 @@
-"""Topologies (topology.py): the server and the data services on hosts of their own, network
-namespaces of this machine joined by links that may carry a round trip, and nothing of them left
-after a run, a Ctrl-C or a SIGKILL followed by `bench clean`."""
+"""Topologies (config/topology.py, built by infra/network.py): the server and the data services on
+hosts of their own, network namespaces of this machine joined by links that may carry a round trip,
+and nothing of them left after a run, a Ctrl-C or a SIGKILL followed by `bench clean`."""
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -21,7 +22,8 @@ from orchestrator.config.plan import Plan, Settings
 from orchestrator.config.profiles import load as load_profile
 from orchestrator.targets.runtimes.process import ProcessServer
 from orchestrator.measure.sampling import settle
-from orchestrator.config.topology import Link, Network, Shape, Topology, load, parse
+from orchestrator.config.topology import Link, Shape, Topology, load, parse
+from orchestrator.infra.network import Network, wire_line
 
 
 def network_traces(owner: int) -> list[str]:
@@ -71,7 +73,7 @@ def test_a_varying_link_makes_levels_and_each_cell_is_measured_at_each():
 
 def test_a_shape_is_written_for_the_wire_in_its_units():
     # one-way delay and jitter in microseconds, loss in parts per million, rate in bit/s
-    assert Shape(170.0, 1.0, 0.5, "100mbit").wire_line() == "85000 1000 5000 100000000\n"
+    assert wire_line(Shape(170.0, 1.0, 0.5, "100mbit")) == "85000 1000 5000 100000000\n"
     assert Shape().plain and not Shape(rate="1gbit").plain
 
 
@@ -119,7 +121,7 @@ def test_a_link_delays_by_its_round_trip_and_is_removed_after(tmp_path):
     net.up()
     try:
         for level in topo.levels():
-            net.shape(level)
+            net.shape(level, functools.partial(settle, None))
         assert all(0 < p["settled_s"] < 30 for p in net.probes)   # each probed once CPU 0 was quiet
         near, far = (p["rtt"]["app-db"] for p in net.probes)
         # the wire's own cost near, and 30 ms of round trip far (15 ms each way, probed through the
@@ -139,7 +141,8 @@ def test_a_killed_owner_leaves_namespaces_that_bench_clean_removes(tmp_path):
     script = textwrap.dedent(f"""
         import os, sys, time
         sys.path.insert(0, {str(ROOT)!r})
-        from orchestrator.config.topology import Network, load
+        from orchestrator.config.topology import load
+        from orchestrator.infra.network import Network
         net = Network(load("far-database"), os.getpid(), cpus="0")
         net.up()
         print("up", flush=True)

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from orchestrator.errors import UsageError
 from orchestrator.infra.httpclient import Response, request
 
 # Asks a target to name the thread that served the request (X-Thread), for the thread-model check.
@@ -214,7 +215,6 @@ MANIFEST_SCENARIOS = [name for name, s in SCENARIOS.items() if not s.endpoint]
 
 def parse_list(value: str | None, valid: list[str], what: str) -> list[str] | None:
     """Split "a,b" and check every name against `valid`; None when value is empty."""
-    from orchestrator.errors import UsageError
     if not value:
         return None
     names = [v.strip() for v in value.split(",") if v.strip()]

@@ -11,6 +11,7 @@ import json
 import os
 import secrets
 import shutil
+import subprocess
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -20,6 +21,7 @@ import psutil
 
 from orchestrator import REPO_ROOT, STATE_DIR
 from orchestrator.errors import BenchError
+from orchestrator.infra.docker_engine import LABEL_OWNER, USER_ID, client, run_container
 from orchestrator.infra.procs import ensure_port_free, listening_beyond, log_tail, require_tool, spawn, stop_pid
 from orchestrator.config.scenarios import REDIS_SEED, SEED_ROWS
 from orchestrator.infra.tools import build_of, compiled
@@ -40,7 +42,7 @@ OWNER_FILE = "owner"   # in each data directory: the PID of the bench process it
 
 @dataclass(frozen=True)
 class Placement:
-    """Where the data services run (topology.py): on this machine's loopback, or in a network
+    """Where the data services run (network.py): on this machine's loopback, or in a network
     namespace, reached by the orchestrator at `host` and by the targets at `serve_host`, which sees
     the targets' connections come from `client_host` (the database user's host)."""
     netns: str | None = None
@@ -84,7 +86,8 @@ class Infra:
     def redis_client(self, timeout: float = 2.0):
         """The orchestrator's own connection to Redis (seeding, sampling)."""
         import redis
-        return redis.Redis(host=self.placement.host, port=self.redis_port, password=self.password, socket_timeout=timeout)
+        return redis.Redis(host=self.placement.host, port=self.redis_port, password=self.password,
+                           socket_timeout=timeout)
 
     def db_root(self, timeout: float = 2.0, read_timeout: float | None = None):
         """The orchestrator's own connection to MariaDB: root, over the socket (seeding, resets, sampling).
@@ -113,7 +116,6 @@ class _Processes:
         self.infra, self.outlive = infra, outlive
 
     def run_once(self, name: str, argv: list[str], log: Path) -> int:
-        import subprocess
         with open(log, "ab") as out:
             return subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
 
@@ -129,13 +131,11 @@ class _Containers:
     as_root = False
 
     def __init__(self, infra: Infra, outlive: bool):
-        from orchestrator.infra.docker_engine import LABEL_OWNER, USER_ID
         self.infra = infra
         self.labels = {LABEL_OWNER: "infra-up" if outlive else str(os.getpid()), "bench.infra": infra.data_dir}
         os.chown(infra.data_dir, USER_ID, USER_ID)
 
     def _run(self, server: str, argv: list[str], **options):
-        from orchestrator.infra.docker_engine import run_container
         d = self.infra.data_dir
         return run_container(self.infra.images[server], argv, cpus=self.infra.cpus, labels=self.labels,
                              volumes={d: {"bind": d, "mode": "rw"}}, **options)
@@ -187,7 +187,6 @@ def _start_redis(infra: Infra, launcher) -> None:
                     f"appendonly no\nset-proc-title no\nrequirepass {infra.password}\n")
     conf.chmod(0o600)
     if infra.runtime == "docker":
-        from orchestrator.infra.docker_engine import USER_ID
         os.chown(conf, USER_ID, USER_ID)
     log = d / "redis.log"
     exited = launcher.start("redis", [exe, str(conf)], log)
@@ -293,7 +292,6 @@ def start(redis_port: int, db_port: int, cpus: str | None, outlive: bool = False
 
 def stop(infra: Infra) -> None:
     if infra.containers:
-        from orchestrator.infra.docker_engine import client
         for cid in infra.containers.values():
             try:
                 client().containers.get(cid).remove(force=True)

@@ -1,6 +1,10 @@
-"""`bench clean`: remove what a crashed or killed orchestrator left behind."""
+"""What a crashed or killed orchestrator left behind, found by its marks and removed: containers
+labelled with its PID, processes whose owner is gone, temporary folders holding an owner file, and
+network namespaces (infra/network.py). `bench clean` removes all of it; a run, before it starts, what
+of it could be in its way."""
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -9,6 +13,8 @@ from pathlib import Path
 import psutil
 
 from orchestrator.infra import backends as infra_mod
+from orchestrator.infra.docker_engine import LABEL_OWNER, LABEL_RUN, LABEL_TARGET, client
+from orchestrator.infra.network import stale_namespaces
 from orchestrator.infra.procs import OWNER_VAR, stop_pid
 
 
@@ -50,10 +56,27 @@ def stray_processes() -> list[psutil.Process]:
     return stray
 
 
+def remove_orphans() -> list[str]:
+    """Containers labelled by a bench process that is gone (killed, crashed)."""
+    shared = infra_mod.load_state()
+    keep = set(shared.containers.values()) if shared else set()
+    removed = []
+    for c in client().containers.list(all=True, filters={"label": LABEL_OWNER}):
+        owner = c.labels.get(LABEL_OWNER, "")
+        if c.id in keep:
+            continue
+        if owner.isdigit() and psutil.pid_exists(int(owner)) and int(owner) != os.getpid():
+            continue
+        if owner == str(os.getpid()):
+            continue
+        c.remove(force=True)
+        removed.append(f"container {c.name} ({c.labels.get(LABEL_TARGET, c.labels.get(LABEL_RUN, ''))})")
+    return removed
+
+
 def clean_leftovers() -> list[str]:
     removed = []
     try:
-        from orchestrator.targets.runtimes.docker import remove_orphans
         removed += remove_orphans()
     except Exception:  # noqa: BLE001 - no engine or no SDK: there are no containers to remove
         pass
@@ -65,7 +88,6 @@ def clean_leftovers() -> list[str]:
         stop_pid(p.pid, grace=5)
         removed.append(desc)
     removed += stale_data_dirs()
-    from orchestrator.config.topology import stale_namespaces
     return removed + stale_namespaces()
 
 

@@ -38,7 +38,7 @@ def pinned(argv: list[str], cpus: str | None) -> list[str]:
 
 
 def in_netns(argv: list[str], netns: str | None) -> list[str]:
-    """Prefix argv so that it runs in a network namespace of topology.py (None: this machine's own).
+    """Prefix argv so that it runs in a network namespace of network.py (None: this machine's own).
     nsenter switches the network only: the process keeps this machine's files, /tmp (Flight
     Recorder's attach socket) and /sys (cgroups), and its PID, as `ip netns exec` would not all."""
     if not netns:
@@ -183,7 +183,7 @@ def netns_tcp_table(pid: int | str) -> str:
 
 def netns_listeners(pid: int) -> list[str]:
     """Every listening TCP socket of the network namespace pid runs in, as address:port. psutil reads
-    this machine's own table only; a namespace of topology.py holds nothing but the run's servers."""
+    this machine's own table only; a namespace of network.py holds nothing but the run's servers."""
     return table_listeners(netns_tcp_table(pid))
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import itertools
 import os
 import signal
@@ -32,6 +33,8 @@ from orchestrator.measure.console import ConsoleView
 from orchestrator.targets.environment import Environment, Started
 from orchestrator.errors import TargetFailed
 from orchestrator.measure.events import Events
+from orchestrator.measure.sampling import settle
+from orchestrator.infra.docker_engine import describe_remote
 from orchestrator.infra.hostinfo import git_commit, host_info, tool_versions
 from orchestrator.targets.jvm import parse_cpus
 from orchestrator.config.plan import Cell, Plan, pool_env
@@ -60,7 +63,7 @@ class Run:
     def __init__(self, plan: Plan, store: RunStore, environment: Environment, events: Events):
         self.plan, self.store, self.environment, self.events = plan, store, environment, events
         self.infra: list = []   # the running infrastructure, replaced when it is restarted
-        self.net = None         # the topology's hosts and links (topology.Network), when it has several
+        self.net = None         # the topology's hosts and links (infra/network.py's Network), when it has several
         self.busy = None        # a new run's watch over other processes' CPU (checks.BusyProcesses)
 
     def execute(self, argv: list[str] | None) -> int:
@@ -151,7 +154,6 @@ class Run:
                                                    key="open_ceiling_rps"),
                 "status": "running"}
         if self.environment.runtime.host:
-            from orchestrator.infra.docker_engine import describe_remote
             meta["docker_engine"] = describe_remote()
         self.store.create(meta)
         return meta
@@ -223,7 +225,7 @@ class Run:
                 scenario, conc, rate, network = cell
                 if self.net:
                     # In place: the JVM keeps its connections; the probe waits for it and the database to go quiet.
-                    self.net.shape(network, started.server)
+                    self.net.shape(network, functools.partial(settle, started.server))
                 self.events.cell_starting.fire(target=target, cell=cell)
                 identity = self._identity(target, repeat, cell, started)
                 series: list[dict] = []

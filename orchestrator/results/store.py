@@ -18,6 +18,7 @@ from typing import Iterable
 
 from orchestrator import RESULTS_DIR
 from orchestrator import lazy
+from orchestrator.errors import UsageError
 # The columns are schema.py's; results.COLUMNS stays, for notebooks that read it beside load().
 from orchestrator.results.schema import CELL_KEY, COLUMNS, ROW_TYPES, TIMESERIES_KEY, TIMESERIES_TYPES  # noqa: F401
 
@@ -133,7 +134,6 @@ def run_dirs(root: Path = RESULTS_DIR) -> list[Path]:
 
 def find_run(run: str | Path | None, root: Path = RESULTS_DIR) -> Path:
     """A run folder from an id, a path, or None for the newest run."""
-    from orchestrator.errors import UsageError
     if run is None:
         dirs = run_dirs(root)
         if not dirs:

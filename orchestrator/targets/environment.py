@@ -6,6 +6,7 @@ verification. Every command that starts targets (run, verify, noise, parity) goe
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from rich.console import Console
 
 from orchestrator import RESULTS_DIR
 from orchestrator.infra import backends as infra_mod
-from orchestrator.targets import runtimes
+from orchestrator.targets import images, runtimes
 from orchestrator.targets.build import build
 from orchestrator.config.catalog import Framework, Target, discover, resolve
 from orchestrator.errors import BenchError, TargetFailed, UsageError
@@ -23,13 +24,15 @@ from orchestrator.infra.httpclient import request
 from orchestrator.targets.jdk import Jdk, find_jdk
 from orchestrator.targets.jvm import jvm_options
 from orchestrator.config.plan import Settings, pool_env
-from orchestrator.infra.docker_engine import address_toward
+from orchestrator.infra.cleanup import stale_data_dirs
+from orchestrator.infra.docker_engine import address_toward, ship
+from orchestrator.infra.network import Network, stale_namespaces
 from orchestrator.infra.procs import ensure_port_free, server_failure
 from orchestrator.targets.runtimes import LaunchSpec, Runtime, Server
 from orchestrator.results.schema import MiB
-from orchestrator.config.topology import LOCAL, Network, Topology, stale_namespaces
+from orchestrator.config.topology import LOCAL, Topology
+from orchestrator.measure.sampling import settle
 from orchestrator.targets.verify import Verification, verify
-
 
 
 @dataclass
@@ -106,7 +109,7 @@ class Environment:
         net = Network(self.topology, os.getpid(), cpus=self.settings.loadgen_cpus)
         net.up()
         try:
-            net.shape(self.topology.levels()[0])
+            net.shape(self.topology.levels()[0], functools.partial(settle, None))   # no server yet
             self.net = net
             yield net
         finally:
@@ -168,7 +171,6 @@ class Environment:
 
     def build_images(self) -> None:
         """Images for the docker runtime: the bases (bootstrapped once), then one per built artifact."""
-        from orchestrator.targets import images
         log = lambda msg: self.console.print(msg)  # noqa: E731
         bases = images.bases(self.jdk, self.settings.offline, log)
         self.infra_images = {"redis": bases.redis, "mariadb": bases.mariadb}
@@ -181,7 +183,6 @@ class Environment:
 
     def ship_images(self) -> None:
         """The images built here, onto the remote engine that lacks them (no registry between)."""
-        from orchestrator.infra.docker_engine import ship
         for name, tag in self.runtime.images.items():
             with self.console.status(f"shipping {tag} to the engine at {self.runtime.host}"):
                 t0 = time.monotonic()
@@ -283,7 +284,6 @@ class Environment:
     def cleanup_leftovers(self) -> list[str]:
         """What killed runs left: containers (docker runtime), infrastructure data directories and
         network namespaces."""
-        from orchestrator.infra.cleanup import stale_data_dirs
         return self.runtime.cleanup_leftovers() + stale_data_dirs() + stale_namespaces()
 
     def check_ports(self, targets: list[Target], shared_infra: bool) -> None:
@@ -299,7 +299,8 @@ class Environment:
             ensure_port_free(s.redis_port, "Redis")
             ensure_port_free(s.db_port, "MariaDB")
 
-    def start_verified(self, target: Target, env: dict[str, str], run_id: str, tag: str) -> tuple[Started, Verification]:
+    def start_verified(self, target: Target, env: dict[str, str], run_id: str,
+                       tag: str) -> tuple[Started, Verification]:
         """Start the target and check every scenario against the contract (verify.py); what the check
         saw goes to logs/verify-<target>-<tag>.txt. A target that fails the check is stopped."""
         return self._verified(target, self.start(target, env, run_id), self.settings.port, tag)
@@ -342,6 +343,7 @@ class Environment:
             env = {**env, "BACKEND_URL": self._backend_url()}
         return self._spawn(target, port, s.loadgen_cpus, s.server_cpus, env, run_id)
 
-    def ready_beside(self, target: Target, server: Server, port: int, t0: float, tag: str) -> tuple[Started, Verification]:
+    def ready_beside(self, target: Target, server: Server, port: int, t0: float,
+                     tag: str) -> tuple[Started, Verification]:
         """A target spawned beside (spawn_beside), once ready and checked as start_verified checks."""
         return self._verified(target, self._ready(target, server, port, t0), port, tag)

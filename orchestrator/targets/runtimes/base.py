@@ -22,7 +22,7 @@ class LaunchSpec:
     heap: str
     log_path: Path
     labels: dict[str, str] = field(default_factory=dict)
-    netns: str | None = None    # a network namespace of topology.py (process runtime only)
+    netns: str | None = None    # a network namespace of network.py (process runtime only)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import psutil
 
-from orchestrator.infra.docker_engine import LABEL_OWNER, LABEL_RUN, LABEL_TARGET, USER, client, remote_address, run_container
+from orchestrator.infra.cleanup import remove_orphans
+from orchestrator.infra.docker_engine import LABEL_OWNER, LABEL_RUN, USER, client, remote_address, run_container
 from orchestrator.targets.jvm import JvmCounters, command_line, counters_of
 from orchestrator.infra.procs import beyond, scheduled_in, table_listeners
 from orchestrator.targets.runtimes.base import LaunchSpec, Runtime, Server, Usage
@@ -160,21 +161,3 @@ class DockerRuntime(Runtime):
     def cleanup_leftovers(self) -> list[str]:
         return remove_orphans()
 
-
-def remove_orphans() -> list[str]:
-    """Containers labelled by a bench process that is gone (killed, crashed)."""
-    from orchestrator.infra.backends import load_state
-    shared = load_state()
-    keep = set(shared.containers.values()) if shared else set()
-    removed = []
-    for c in client().containers.list(all=True, filters={"label": LABEL_OWNER}):
-        owner = c.labels.get(LABEL_OWNER, "")
-        if c.id in keep:
-            continue
-        if owner.isdigit() and psutil.pid_exists(int(owner)) and int(owner) != os.getpid():
-            continue
-        if owner == str(os.getpid()):
-            continue
-        c.remove(force=True)
-        removed.append(f"container {c.name} ({c.labels.get(LABEL_TARGET, c.labels.get(LABEL_RUN, ''))})")
-    return removed
