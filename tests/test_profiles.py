@@ -10,12 +10,13 @@ from conftest import PORTS, bench
 from orchestrator.results import claims, store as results
 from orchestrator.config import presets, profiles
 from orchestrator.config.catalog import discover
+from orchestrator.drivers import drivers_by_kind
 from orchestrator.errors import ManifestError, UsageError
 
 
 def test_every_shipped_profile_loads():
     kinds = {profiles.load(name).kind for name in profiles.shipped()}
-    assert kinds == set(profiles.KINDS)
+    assert kinds == set(drivers_by_kind())
 
 
 def test_every_shipped_preset_resolves_against_the_repo():
@@ -125,7 +126,8 @@ def test_h2load_says_when_it_cannot_read_a_status_line(tmp_path):
     """Debian's h2load counts a response whose status line has no reason phrase (Tomcat's) as failed."""
     import socket
     import threading
-    from orchestrator.drivers import DriverFailed, LoadSpec, get
+    from orchestrator.drivers import get
+    from orchestrator.drivers.base import DriverFailed, LoadSpec
     from orchestrator.config.scenarios import SCENARIOS
     server = socket.create_server(("127.0.0.1", 0))
 

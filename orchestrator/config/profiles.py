@@ -20,7 +20,6 @@ from orchestrator.drivers.base import Ramp
 from orchestrator.errors import UsageError
 
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
-KINDS = drivers_by_kind()   # kind -> the drivers that can run it, the default first
 MAX_CONNECTIONS = 20_000
 
 
@@ -158,10 +157,11 @@ def parse(doc: Document, name: str | None = None) -> Profile:
     """Validate a profile document (a file, or a preset's [profile] table); ManifestError names the
     file and the field."""
     doc.check_keys(FIELDS)
-    kind = doc.choice("kind", tuple(KINDS), "a profile kind", default=None)
-    driver = doc.table.get("driver", KINDS[kind][0])
-    if driver not in KINDS[kind]:
-        doc.fail("driver", f"{driver!r} cannot run a {kind} profile; valid: {', '.join(KINDS[kind])}")
+    kinds = drivers_by_kind()   # kind -> the drivers that can run it, the default first
+    kind = doc.choice("kind", tuple(kinds), "a profile kind", default=None)
+    driver = doc.table.get("driver", kinds[kind][0])
+    if driver not in kinds[kind]:
+        doc.fail("driver", f"{driver!r} cannot run a {kind} profile; valid: {', '.join(kinds[kind])}")
     p = Profile(
         name=name or doc.path.stem, kind=kind, driver=driver,
         description=str(doc.table.get("description", "")).strip(),

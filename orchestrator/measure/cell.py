@@ -7,8 +7,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from orchestrator import drivers
+from orchestrator.drivers.base import LoadResult, LoadSpec
 from orchestrator.measure import rows as rows_mod
-from orchestrator.measure.calibrate import ceilings, cell_ceiling
+from orchestrator.measure.ceilings import ceilings, cell_ceiling
 from orchestrator.measure.capacity import PASS, Search, judge, vus_for
 from orchestrator.measure.checks import cell_flags
 from orchestrator.targets.environment import Environment, Started
@@ -42,7 +43,7 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
     and length), not of the whole driver call around it."""
     s, p = plan.settings, plan.profile
     out_dir = load_dir(environment, base["target"], base["repeat"])
-    spec = drivers.LoadSpec(port=s.port, scenario=SCENARIOS[scenario], cpus=s.loadgen_cpus,
+    spec = LoadSpec(port=s.port, scenario=SCENARIOS[scenario], cpus=s.loadgen_cpus,
                             timeout_s=s.request_timeout_s, out_dir=out_dir / "warmup",
                             concurrency=p.warmup_connections(concurrency), duration_s=p.warmup_s,
                             rate=p.warmup_rate(rate), **environment.load_placement())
@@ -57,7 +58,7 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
     recorder = CellRecorder(environment.jdk.home, started.server.pid, environment.logs / "jfr" / out_dir.name,
                             environment.logs.parent, s.loadgen_cpus, on=s.jfr)
 
-    def run(load: drivers.LoadSpec, name: str) -> tuple[drivers.LoadResult, Sampler]:
+    def run(load: LoadSpec, name: str) -> tuple[LoadResult, Sampler]:
         """Drive one load while sampling (and recording, when on), then make sure the target survived it."""
         probe = Probe(infra, started.server.pid, s.port) if infra else None
         with recorder.load(name), Sampler(started.server, s.loadgen_cpus, probe=probe) as sampler:
@@ -74,13 +75,13 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
                 f"the cell ({result.requests} requests answered in the cell)", started.server.log_path)) from None
         return result, sampler
 
-    def flags(conc: int, r: drivers.LoadResult, smp) -> list[str]:
+    def flags(conc: int, r: LoadResult, smp) -> list[str]:
         backends = off_contract(SCENARIOS[scenario], smp.evidence.per_request(r.requests)) if smp.evidence else []
         return (cell_flags(conc, r, cores, closed_loop=closed, loadgen_cpus_busy_pct=smp.loadgen_cpus_busy_pct,
                            ceiling=ceiling)
                 + backends + r.flags + ([] if warm.steady else ["not-steady"]))
 
-    def window(sampler: Sampler, r: drivers.LoadResult, whole_load: bool = False):
+    def window(sampler: Sampler, r: LoadResult, whole_load: bool = False):
         return sampler.window(r.started_at, r.started_at + r.duration_s, whole_load)
 
     if p.kind == "capacity":
@@ -105,7 +106,7 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
     return rows, series
 
 
-def search_rows(p, base: dict, scenario, load: drivers.LoadSpec, run, window, flags,
+def search_rows(p, base: dict, scenario, load: LoadSpec, run, window, flags,
                 most: float | None, progress, recorder: CellRecorder) -> list[dict]:
     """A capacity search (capacity.py) on the warmed-up target: a row per probe, in the order they
     ran (rate = offered, step = the probe's number), then the capacity row, which carries the
