@@ -105,7 +105,7 @@ def test_an_arrival_rate_cell_is_held_against_the_open_model_ceiling(tmp_path):
     # k6 keeps 3,000 arrivals a second here but answers 30,000 in a closed loop: a --rate 4000 cell
     # (rps about 4,000) is near the generator's limit, which only the open-model ceiling shows
     ceilings.store(tmp_path, host_info(), {"k6": {"ceiling_rps": 30_000, "open_ceiling_rps": 3_000,
-                                                "loadgen_cpus": "0"}})
+                                              "loadgen_cpus": "0"}})
     bar = ceilings.cell_ceiling("k6", True, tmp_path, "0")
     assert bar == 3_000 and checks.near_ceiling(4_000, bar)
     assert ceilings.cell_ceiling("k6", False, tmp_path, "0") == 30_000 and not checks.near_ceiling(4_000, 30_000)
@@ -117,7 +117,7 @@ def test_a_fixed_pool_of_16_threads_sleeping_100_ms_has_a_capacity_of_160_per_se
     # the checkout's results/): measuring one is test_calibrate's, and a run that measures its
     # missing ceiling is the capacity-at-slo preset's (test_presets).
     ceilings.store(results_dir, host_info(), {"k6": {"open_ceiling_rps": 1000.0, "server_cpus": "1",
-                                                       "loadgen_cpus": "0", "seeded": "test_capacity"}})
+                                                     "loadgen_cpus": "0", "seeded": "test_capacity"}})
     # one warm-up window: at the common rate (500/s) a pool that serves 160/s is never steady, and its
     # warm-up ran to the profile's 60-s cap (50 s of the test's 86 s)
     r = bench("run", *PORTS, "-f", "fixture:pool-16", "-s", "sleep", "-p", "capacity", "--duration", "2s",
