@@ -17,12 +17,14 @@ import sys
 import time
 from pathlib import Path
 
+from orchestrator.drivers import debian_packages
+
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
 STAMP = VENV / ".installed-from"
-# executable -> Debian package that provides it
-APT = {"redis-server": "redis-server", "mariadbd": "mariadb-server", "wrk": "wrk", "mvn": "maven",
-       "taskset": "util-linux", "h2load": "nghttp2-client",
+# executable -> Debian package that provides it, for the tools that are not load drivers (each driver
+# declares its own in drivers/registry.py, which imports the standard library only, as this file must)
+APT = {"redis-server": "redis-server", "mariadbd": "mariadb-server", "mvn": "maven", "taskset": "util-linux",
        "nginx": "nginx",   # nginx: `bench calibrate` measures each generator's ceiling against it
        # topologies (topology.py): namespaces and links, and the C compiler of a link's delay wire
        "ip": "iproute2", "nsenter": "util-linux", "cc": "gcc"}
@@ -33,6 +35,11 @@ APT_TEST = {"chromium": "chromium"}
 DOCKERD = ["dockerd", "--iptables=false", "--bridge=none"]
 # k6 (the rate profile's generator) builds from the Go module proxy into .venv/bin: ~2.5 min once.
 K6 = "go.k6.io/k6@v1.8.1"
+
+
+def apt() -> dict[str, str]:
+    """Every executable bench needs from Debian -> its package: the load drivers' and the other tools'."""
+    return {**debian_packages(), **APT}
 
 
 def _missing_packages(wanted: dict[str, str]) -> list[str]:
@@ -146,7 +153,8 @@ def main(args: list[str]) -> None:
     if sys.version_info < (3, 11):
         sys.exit("Python 3.11 or newer is needed (tomllib)")
     docker = args[:1] in (["test"], ["images"]) or "docker" in args
-    missing = _missing_packages({**APT, **(APT_DOCKER if docker else {}), **(APT_TEST if args[:1] == ["test"] else {})})
+    missing = _missing_packages({**apt(), **(APT_DOCKER if docker else {}),
+                                 **(APT_TEST if args[:1] == ["test"] else {})})
     if missing:
         _apt_install(missing)
     if docker:

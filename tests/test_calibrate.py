@@ -10,7 +10,8 @@ import psutil
 import pytest
 
 from conftest import bench, owned, start_bench, wait_for
-from orchestrator.measure import calibrate
+from orchestrator.infra.hostinfo import host_info
+from orchestrator.measure import calibrate, ceilings
 from orchestrator.measure.checks import near_ceiling
 
 pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
@@ -37,7 +38,7 @@ def test_calibrate_stores_ceilings_and_leaves_nothing_running(results_dir):
     assert "wrk: " in r.stdout      # a progress line per generator
     assert calibration_nginx() == []
 
-    doc = json.loads((results_dir / calibrate.FILE).read_text())
+    doc = json.loads((results_dir / ceilings.FILE).read_text())
     (record,) = doc["machines"].values()
     e = record["generators"]["wrk"]
     assert e["ceiling_rps"] > 0 and e["concurrency"] in calibrate.LEVELS
@@ -47,26 +48,26 @@ def test_calibrate_stores_ceilings_and_leaves_nothing_running(results_dir):
     assert e["generator_cpu_pct"] > 0 and e["server_cpu_pct"] > 0
     assert "open_ceiling_rps" not in e   # wrk runs no arrival rates
 
-    ceilings = calibrate.ceilings(results_dir=results_dir)
-    assert set(ceilings) == {"wrk"}
-    for ceiling in ceilings.values():
+    found = ceilings.ceilings(results_dir=results_dir)
+    assert set(found) == {"wrk"}
+    for ceiling in found.values():
         assert near_ceiling(0.81 * ceiling, ceiling)
         assert not near_ceiling(0.79 * ceiling, ceiling)
-    assert not near_ceiling(1e9, ceilings.get("h2load"))   # not calibrated: never near
+    assert not near_ceiling(1e9, found.get("h2load"))   # not calibrated: never near
     # a ceiling measured with the generator on other CPUs is not this pinning's bar
-    assert calibrate.ceilings(results_dir=results_dir, loadgen_cpus="0") == ceilings
-    assert calibrate.ceilings(results_dir=results_dir, loadgen_cpus="0,1") == {}
+    assert ceilings.ceilings(results_dir=results_dir, loadgen_cpus="0") == found
+    assert ceilings.ceilings(results_dir=results_dir, loadgen_cpus="0,1") == {}
 
 
 def test_not_calibrated_is_empty(tmp_path):
-    assert calibrate.ceilings(results_dir=tmp_path) == {}
+    assert ceilings.ceilings(results_dir=tmp_path) == {}
 
 
 def test_unknown_generator_is_one_line_and_exit_2(results_dir):
     r = bench("calibrate", "--generators", "wrk,ab", "--port", PORT, "--results-dir", str(results_dir))
     assert r.returncode == 2
     assert len(r.stderr.strip().splitlines()) == 1 and "'ab'" in r.stderr
-    assert not (results_dir / calibrate.FILE).exists()
+    assert not (results_dir / ceilings.FILE).exists()
 
 
 def test_busy_port_is_one_line_and_exit_2(results_dir):
@@ -94,13 +95,13 @@ def test_a_killed_calibration_leaves_nothing_after_bench_clean(results_dir):
 
 
 def test_an_open_model_ceiling_joins_an_entry_of_the_same_pinning_and_replaces_one_of_another(tmp_path):
-    host = calibrate.host_info()
-    calibrate._store(tmp_path, host, {"k6": {"ceiling_rps": 30_000, "loadgen_cpus": "0"}})
-    calibrate._store(tmp_path, host, {"k6": {"open_ceiling_rps": 5_000, "loadgen_cpus": "0"}}, merge=True)
-    assert calibrate.ceilings(results_dir=tmp_path, loadgen_cpus="0") == {"k6": 30_000}
-    assert calibrate.ceilings(results_dir=tmp_path, loadgen_cpus="0", key="open_ceiling_rps") == {"k6": 5_000}
+    host = host_info()
+    ceilings.store(tmp_path, host, {"k6": {"ceiling_rps": 30_000, "loadgen_cpus": "0"}})
+    ceilings.store(tmp_path, host, {"k6": {"open_ceiling_rps": 5_000, "loadgen_cpus": "0"}}, merge=True)
+    assert ceilings.ceilings(results_dir=tmp_path, loadgen_cpus="0") == {"k6": 30_000}
+    assert ceilings.ceilings(results_dir=tmp_path, loadgen_cpus="0", key="open_ceiling_rps") == {"k6": 5_000}
     # measured with k6 on other CPUs: the closed-loop figure of CPU 0 must not pass for theirs
-    calibrate._store(tmp_path, host, {"k6": {"open_ceiling_rps": 7_000, "loadgen_cpus": "0-1"}}, merge=True)
-    assert calibrate.ceilings(results_dir=tmp_path, loadgen_cpus="0-1") == {}
-    assert calibrate.ceilings(results_dir=tmp_path, loadgen_cpus="0-1", key="open_ceiling_rps") == {"k6": 7_000}
+    ceilings.store(tmp_path, host, {"k6": {"open_ceiling_rps": 7_000, "loadgen_cpus": "0-1"}}, merge=True)
+    assert ceilings.ceilings(results_dir=tmp_path, loadgen_cpus="0-1") == {}
+    assert ceilings.ceilings(results_dir=tmp_path, loadgen_cpus="0-1", key="open_ceiling_rps") == {"k6": 7_000}
 

@@ -6,11 +6,11 @@ import pandas as pd
 import pytest
 
 from conftest import PORTS, bench
-from orchestrator.measure import calibrate, checks
+from orchestrator.measure import ceilings, checks
 from orchestrator.report import capacity as capacity_report
 from orchestrator.results import store as results
 from orchestrator.measure.capacity import FAIL, LIMIT, PASS, Objective, Search, Verdict, judge, parse_slo, vus_for
-from orchestrator.drivers import LoadResult
+from orchestrator.drivers.base import LoadResult
 from orchestrator.errors import UsageError
 from orchestrator.infra.hostinfo import host_info
 from orchestrator.config.scenarios import SCENARIOS
@@ -104,11 +104,11 @@ def test_an_objective_is_written_percentile_equals_bound():
 def test_an_arrival_rate_cell_is_held_against_the_open_model_ceiling(tmp_path):
     # k6 keeps 3,000 arrivals a second here but answers 30,000 in a closed loop: a --rate 4000 cell
     # (rps about 4,000) is near the generator's limit, which only the open-model ceiling shows
-    calibrate._store(tmp_path, host_info(), {"k6": {"ceiling_rps": 30_000, "open_ceiling_rps": 3_000,
-                                                "loadgen_cpus": "0"}})
-    bar = calibrate.cell_ceiling("k6", True, tmp_path, "0")
+    ceilings.store(tmp_path, host_info(), {"k6": {"ceiling_rps": 30_000, "open_ceiling_rps": 3_000,
+                                              "loadgen_cpus": "0"}})
+    bar = ceilings.cell_ceiling("k6", True, tmp_path, "0")
     assert bar == 3_000 and checks.near_ceiling(4_000, bar)
-    assert calibrate.cell_ceiling("k6", False, tmp_path, "0") == 30_000 and not checks.near_ceiling(4_000, 30_000)
+    assert ceilings.cell_ceiling("k6", False, tmp_path, "0") == 30_000 and not checks.near_ceiling(4_000, 30_000)
 
 
 @pytest.mark.slow   # a real JVM and k6
@@ -116,8 +116,8 @@ def test_a_fixed_pool_of_16_threads_sleeping_100_ms_has_a_capacity_of_160_per_se
     # A calibration seeded in the run's own --results-dir (the search reads it from there, not from
     # the checkout's results/): measuring one is test_calibrate's, and a run that measures its
     # missing ceiling is the capacity-at-slo preset's (test_presets).
-    calibrate._store(results_dir, host_info(), {"k6": {"open_ceiling_rps": 1000.0, "server_cpus": "1",
-                                                       "loadgen_cpus": "0", "seeded": "test_capacity"}})
+    ceilings.store(results_dir, host_info(), {"k6": {"open_ceiling_rps": 1000.0, "server_cpus": "1",
+                                                     "loadgen_cpus": "0", "seeded": "test_capacity"}})
     # one warm-up window: at the common rate (500/s) a pool that serves 160/s is never steady, and its
     # warm-up ran to the profile's 60-s cap (50 s of the test's 86 s)
     r = bench("run", *PORTS, "-f", "fixture:pool-16", "-s", "sleep", "-p", "capacity", "--duration", "2s",

@@ -21,7 +21,7 @@ import pytest
 
 from orchestrator import drivers
 from orchestrator.measure.checks import cell_flags
-from orchestrator.drivers import LoadSpec
+from orchestrator.drivers.base import LoadResult, LoadSpec
 from orchestrator.drivers.locust import free_port, split
 from orchestrator.drivers.base import Ramp
 from orchestrator.config.scenarios import Scenario
@@ -87,7 +87,7 @@ def server():
     gc.unfreeze()
 
 
-def run(server, tmp_path, ramp: Ramp) -> drivers.LoadResult:
+def run(server, tmp_path, ramp: Ramp) -> LoadResult:
     return drivers.get("locust").run(LoadSpec(
         port=server.server_address[1], scenario=SCENARIO, concurrency=ramp.start_users, duration_s=ramp.duration_s,
         cpus="0", timeout_s=10, out_dir=tmp_path, ramp=ramp))
@@ -97,7 +97,7 @@ def seconds_of(series: list[dict], step: int) -> list[dict]:
     return [rec for rec in series if rec["step"] == step]
 
 
-def check_every_second_and_step(result: drivers.LoadResult, ramp: Ramp):
+def check_every_second_and_step(result: LoadResult, ramp: Ramp):
     """Every second from the start to the end is in the series, and each step's row is exactly its
     seconds there: consecutive, from started_at, as many as its duration, adding up to its requests."""
     epochs = [rec["epoch_s"] for rec in result.timeseries]
@@ -306,7 +306,7 @@ def test_a_worker_that_fails_once_at_a_cell_boundary_is_started_again(tmp_path, 
     fake.parent.mkdir()
     fake.write_text(f"#!/bin/sh\necho x >> {calls}\necho 'vm/ERROR/locust.main: No User class found!'\nexit 1\n")
     fake.chmod(0o755)
-    monkeypatch.setattr(locust_worker, "require_tool", lambda *_: str(fake))   # not .venv's own locust
+    monkeypatch.setattr(locust_worker.LocustDriver, "executable", lambda _: str(fake))   # not .venv's own locust
     with pytest.raises(BenchError, match="3 times in a row: .*No User class found!"):
         locust_worker.serve("127.0.0.1", free_port("127.0.0.1"), 1, None, 30.0, tmp_path / "logs", lambda _: None)
     assert calls.read_text().count("x") == locust_worker.FAILED_STARTS

@@ -14,6 +14,7 @@ import pytest
 
 from conftest import FIXTURES, bench, start_bench
 from orchestrator import drivers
+from orchestrator.drivers.base import LoadSpec
 from orchestrator.targets.jdk import find_jdk
 from orchestrator.config.scenarios import Scenario
 
@@ -53,7 +54,7 @@ def fixture_server(tmp_path_factory):
 
 def load(port, scenario, tmp_path, driver="wrk", **kw):
     spec = dict(port=port, scenario=scenario, concurrency=8, duration_s=4, cpus="0", timeout_s=10, out_dir=tmp_path)
-    return drivers.get(driver).run(drivers.LoadSpec(**{**spec, **kw}))
+    return drivers.get(driver).run(LoadSpec(**{**spec, **kw}))
 
 
 def test_wrk_latencies_are_raw_and_its_correction_is_kept_apart(fixture_server, tmp_path):

@@ -16,7 +16,7 @@ from orchestrator.config import profiles
 from orchestrator.measure import rows
 from orchestrator.config.catalog import discover, resolve
 from orchestrator.measure.console import ConsoleView
-from orchestrator.drivers import LoadResult
+from orchestrator.drivers.base import LoadResult
 from orchestrator.errors import UsageError
 from orchestrator.measure.events import Events
 from orchestrator.config.plan import Plan, Settings

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from conftest import PORTS, ROOT, bench
-from orchestrator.measure import calibrate
+from orchestrator.measure import calibrate, ceilings
 from orchestrator.config import presets
 from orchestrator.results import store as results
 from orchestrator.config.catalog import discover
@@ -31,10 +31,10 @@ def test_a_preset_runs_to_completion_in_its_quick_form(results_dir, name):
         # With no calibration in its --results-dir, the run measured k6's open-model ceiling first
         # and kept it there (never in the checkout's results/), as the search's cap
         assert "is not calibrated" in " ".join(r.stdout.split()), r.stdout[-3000:]
-        assert calibrate.ceilings(results_dir=results_dir, loadgen_cpus="0", key="open_ceiling_rps")["k6"] >= 500
+        assert ceilings.ceilings(results_dir=results_dir, loadgen_cpus="0", key="open_ceiling_rps")["k6"] >= 500
         # its ceiling is the highest probe that kept the rate with p99 within the test and nothing
         # dropped, probed as long as the search's own probes
-        (record,) = json.loads((results_dir / calibrate.FILE).read_text())["machines"].values()
+        (record,) = json.loads((results_dir / ceilings.FILE).read_text())["machines"].values()
         k6 = record["generators"]["k6"]
         passed = [p for p in k6["open_probes"] if p["verdict"].startswith("pass")]
         assert k6["open_ceiling_rps"] == max(p["rate"] for p in passed)

@@ -143,7 +143,8 @@ def test_h2load_says_when_it_cannot_read_a_status_line(tmp_path):
     """Debian's h2load counts a response whose status line has no reason phrase (Tomcat's) as failed."""
     import socket
     import threading
-    from orchestrator.drivers import DriverFailed, LoadSpec, get
+    from orchestrator.drivers import get
+    from orchestrator.drivers.base import DriverFailed, LoadSpec
     from orchestrator.config.scenarios import SCENARIOS
     server = socket.create_server(("127.0.0.1", 0))
 

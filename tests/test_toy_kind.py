@@ -19,7 +19,7 @@ from orchestrator import drivers
 from orchestrator.config import kinds, profiles
 from orchestrator.config.kinds.base import CellRun, Kind, Rows
 from orchestrator.config.plan import Plan, Settings
-from orchestrator.drivers import LoadResult
+from orchestrator.drivers.base import LoadResult
 from orchestrator.errors import ManifestError, UsageError
 from orchestrator.measure.cell import measure_cell
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from orchestrator import lazy
 from orchestrator.config.scenarios import Scenario
+from orchestrator.drivers.registry import info
+from orchestrator.infra.procs import require_tool, spawn
 from orchestrator.results.schema import PERCENTILES
 
 np = lazy.module("numpy")
@@ -148,13 +150,15 @@ def latency_fields(values_ms, counts=None) -> dict[str, float]:
 
 
 class Driver(abc.ABC):
-    name: str       # also the generator's executable
-    install: str    # how to get it, for the MissingTool message
+    """A load generator. What it needs and runs (its executables, their packages, its process names,
+    the profile kinds it runs) is declared by its entry in drivers/registry.py, under its `name`."""
+    name: str
 
     def executable(self) -> str:
-        """The generator's path; MissingTool with the install line when it is absent."""
-        from orchestrator.infra.procs import require_tool
-        return require_tool(self.name, self.install)
+        """The generator's path (the first tool of its registry entry); MissingTool, saying how to
+        install it, when it is absent."""
+        tool = info(self.name).tools[0]
+        return require_tool(tool.executable, tool.how)
 
     def files(self, spec: LoadSpec, *suffixes: str) -> list[Path]:
         """This load's files in spec.out_dir, one per suffix, with any left by an earlier cell removed: a
@@ -195,7 +199,6 @@ def run_generators(argvs: list[list[str]], log_paths: list[Path], deadline_s: fl
     while the generators run. Past the deadline, or on any exception, all of them are killed. netns: a
     network namespace per process (None: this machine's own).
     """
-    from orchestrator.infra.procs import spawn
     started = time.monotonic()
     procs = [spawn(argv, log_path=log, cpus=cpus, env=None if env is None else {**os.environ, **env}, netns=ns)
              for argv, log, ns in zip(argvs, log_paths, netns or [None] * len(argvs))]

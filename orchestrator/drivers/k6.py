@@ -26,8 +26,6 @@ from orchestrator.infra.procs import log_tail
 from orchestrator.results.schema import PERCENTILES
 from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generator
 
-VERSION = "v1.8.1"
-INSTALL = f"python3 -m orchestrator list` (it builds k6 into .venv/bin) or `go install go.k6.io/k6@{VERSION}"
 TREND_STATS = ["min", "avg", "max", "count", *(f"p({p})" for p in PERCENTILES.values())]
 
 
@@ -150,7 +148,6 @@ def parse_summary(doc: dict, loadgen_cpu_s: float, window_s: float) -> LoadResul
 
 class K6Driver(Driver):
     name = "k6"
-    install = INSTALL
 
     def run(self, spec: LoadSpec) -> LoadResult:
         k6 = self.executable()

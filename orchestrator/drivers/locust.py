@@ -22,7 +22,6 @@ from orchestrator.infra.procs import log_tail
 from orchestrator.results.schema import LOADGEN_SATURATED
 from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generators
 
-INSTALL = "python3 -m orchestrator list` (it installs Locust into .venv) or `pip install locust==2.47.0"
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 
 
@@ -166,7 +165,6 @@ def locust_totals(path: Path) -> tuple[int, int]:
 
 class LocustDriver(Driver):
     name = "locust"
-    install = INSTALL
 
     def run(self, spec: LoadSpec) -> LoadResult:
         locust = self.executable()
@@ -181,9 +179,9 @@ class LocustDriver(Driver):
         argvs = command_lines(locust, spec, json_out)
         logs = self.files(spec, *(f"{'master' if i == 0 and ramp.workers else f'worker{i}' if i else 'main'}.log"
                                   for i in range(len(argvs))))
-        finished = run_generators(argvs, logs, deadline_s=ramp.duration_s + 2 * spec.timeout_s + 90
-                                  + WAIT_FOR_WORKERS_S["elsewhere" if spec.workers_elsewhere else "here"], cpus=spec.cpus,
-                                  env={"BENCH_LOCUST": json.dumps(cfg)},
+        wait_s = WAIT_FOR_WORKERS_S["elsewhere" if spec.workers_elsewhere else "here"]
+        finished = run_generators(argvs, logs, deadline_s=ramp.duration_s + 2 * spec.timeout_s + 90 + wait_s,
+                                  cpus=spec.cpus, env={"BENCH_LOCUST": json.dumps(cfg)},
                                   netns=[None] + [spec.workers_netns] * (len(argvs) - 1))
         bad = [(f, log) for f, log in zip(finished, logs) if f.exit_code not in (0, 1)]
         if bad or not out.exists() or not json_out.exists():

@@ -18,9 +18,9 @@ from typing import Callable
 
 import psutil
 
-from orchestrator.drivers.locust import INSTALL
+from orchestrator.drivers.locust import LocustDriver
 from orchestrator.errors import BenchError
-from orchestrator.infra.procs import log_tail, require_tool, spawn, stop
+from orchestrator.infra.procs import log_tail, spawn, stop
 
 NO_MASTER = "Got no locustfile response from master"   # Locust's line when no master answered in time
 # A worker started as one cell's master quits can fail once for that master's sake (CI saw "No User
@@ -42,7 +42,7 @@ def serve(address: str, port: int, processes: int, cpus: str | None, idle_s: flo
           say: Callable[[str], None]) -> int:
     """Keep `processes` workers for the masters at address:port until idle for idle_s; returns the
     number of cells served."""
-    argv = [require_tool("locust", INSTALL), "--worker", "-f", "-", "--master-host", address, "--master-port", str(port),
+    argv = [LocustDriver().executable(), "--worker", "-f", "-", "--master-host", address, "--master-port", str(port),
             "--loglevel", "WARNING"]
     logs.mkdir(parents=True, exist_ok=True)
     # The downloaded locustfile lands in the temporary directory: one of our own beside the logs,

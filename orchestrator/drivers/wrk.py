@@ -30,7 +30,8 @@ done = function(summary, latency, requests)
   local e = summary.errors
   local parts = {
     string.format('"requests":%d,"duration_us":%d,"bytes":%d', summary.requests, summary.duration, summary.bytes),
-    string.format('"connect":%d,"read":%d,"write":%d,"timeout":%d,"status":%d', e.connect, e.read, e.write, e.timeout, e.status),
+    string.format('"connect":%d,"read":%d,"write":%d,"timeout":%d,"status":%d',
+      e.connect, e.read, e.write, e.timeout, e.status),
   }
   -- struct stats { uint64_t count, limit, min, max; uint64_t data[]; }
   local s = ffi.cast("uint64_t **", latency)[0]
@@ -65,7 +66,8 @@ done = function(summary, latency, requests)
         if seen >= rank then table.insert(parts, string.format('"p%s":%d', tostring(p), vals[i])) break end
       end
     end
-    table.insert(parts, string.format('"co_interval_us":%d,"co_mean":%s,"co_p99":%d', E, num(latency.mean), latency:percentile(99)))
+    table.insert(parts, string.format('"co_interval_us":%d,"co_mean":%s,"co_p99":%d',
+      E, num(latency.mean), latency:percentile(99)))
   end
   local f = assert(io.open(OUT, "w"))
   f:write("{" .. table.concat(parts, ",") .. "}\n")
@@ -114,7 +116,6 @@ def parse_summary(doc: dict, loadgen_cpu_s: float) -> LoadResult:
 
 class WrkDriver(Driver):
     name = "wrk"
-    install = "apt-get install -y wrk"
 
     def run(self, spec: LoadSpec) -> LoadResult:
         wrk = self.executable()

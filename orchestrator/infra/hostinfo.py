@@ -9,6 +9,9 @@ import subprocess
 import psutil
 
 from orchestrator import REPO_ROOT, STATE_DIR
+from orchestrator.drivers import tools
+from orchestrator.errors import MissingTool
+from orchestrator.infra.procs import require_tool
 from orchestrator.infra.tools import build_of
 
 # Version lines kept per executable (path, size and modification time): asking Locust for its
@@ -42,9 +45,15 @@ def host_info() -> dict:
     }
 
 
-# tool -> the arguments that make it print its version (first line kept)
-VERSION_ARGS = {"wrk": ["--version"], "k6": ["version"], "locust": ["--version"], "h2load": ["--version"],
-                "oha": ["--version"], "nginx": ["-v"], "redis-server": ["--version"], "mariadbd": ["--version"]}
+# the tools other than load drivers (each driver declares its own: drivers/registry.py) -> the
+# arguments that make it print its version (first line kept)
+VERSION_ARGS = {"nginx": ("-v",), "redis-server": ("--version",), "mariadbd": ("--version",)}
+
+
+def version_args() -> dict[str, tuple[str, ...]]:
+    """Every tool a figure may depend on -> the arguments that make it print its version: each load
+    driver's executables, then Redis, MariaDB and nginx (`bench calibrate`)."""
+    return {**{t.executable: t.version_args for t in tools()}, **VERSION_ARGS}
 
 
 def tool_version(path: str, tool: str) -> str:
@@ -57,7 +66,7 @@ def tool_version(path: str, tool: str) -> str:
         key, known = None, {}
     if key in known:
         return known[key]
-    lines = _run([path, *VERSION_ARGS[tool]]).splitlines()
+    lines = _run([path, *version_args()[tool]]).splitlines()
     line = lines[0] if lines else ""
     if key and line:
         try:
@@ -71,12 +80,9 @@ def tool_version(path: str, tool: str) -> str:
 
 
 def tool_versions() -> dict:
-    """The version line of every tool a figure may depend on ("" where it is not installed): each
-    load generator, Redis, MariaDB, nginx (`bench calibrate`)."""
-    from orchestrator.errors import MissingTool
-    from orchestrator.infra.procs import require_tool
+    """The version line of every tool a figure may depend on (version_args; "" where it is not installed)."""
     out = {}
-    for tool in VERSION_ARGS:
+    for tool in version_args():
         try:
             out[tool] = tool_version(require_tool(tool, ""), tool)
         except MissingTool:

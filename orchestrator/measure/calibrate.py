@@ -11,217 +11,61 @@ it keeps against nginx with no arrival dropped and p99 within OPEN_P99_MS, found
 as a capacity cell (capacity.py). Above it, a capacity probe measures the generator: k6 on one CPU
 drops arrivals there while nginx idles, at a quarter of its closed-loop ceiling.
 
-results/calibration.json holds one record per machine (hostname, CPU model, cores) and in it one
-self-contained entry per generator (ceiling, versions, pinning, date), so calibrating one generator
-again keeps the others.
+Every registered driver is a generator here (drivers/registry.py), oha too, which runs no profile.
+The figures go to the calibration store (measure/ceilings.py), which runs read; nginx is
+infra/nginx.py's.
 """
 from __future__ import annotations
 
 import datetime as dt
-import json
-import math
 import os
 import shutil
 import statistics
 import tempfile
-import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
 from rich.markup import escape
+from rich.table import Table
 
-from orchestrator import RESULTS_DIR
-from orchestrator.infra import httpclient, procs
 from orchestrator.config import options
-from orchestrator.measure.capacity import Objective, Search, judge, vus_for
-from orchestrator.drivers import DRIVERS, Driver, DriverFailed, LoadResult, LoadSpec, drivers_by_kind, get as get_driver
-from orchestrator.drivers.base import run_generator
-from orchestrator.errors import BenchError, UsageError
-from orchestrator.infra.hostinfo import host_info, tool_version
-from orchestrator.results.store import atomic_write, machine_key
-from orchestrator.infra.interrupts import quiet_sigterm
-from orchestrator.infra.backends import OWNER_FILE
-from orchestrator.targets.jvm import cpu_count, parse_cpus
-from orchestrator.drivers.base import Ramp
-from orchestrator.measure.sampling import settle
 from orchestrator.config.scenarios import HELLO, Scenario, parse_list
+from orchestrator.drivers import drivers_by_kind, get, info, names
+from orchestrator.drivers.base import DriverFailed, LoadSpec, Ramp
+from orchestrator.errors import BenchError, UsageError
+from orchestrator.infra import nginx, procs
+from orchestrator.infra.backends import OWNER_FILE
+from orchestrator.infra.hostinfo import host_info, tool_version
+from orchestrator.infra.interrupts import quiet_sigterm
+from orchestrator.measure.capacity import Objective, Search, judge, vus_for
+from orchestrator.measure.ceilings import ceilings, store
+from orchestrator.measure.checks import busy_processes
+from orchestrator.measure.sampling import settle
+from orchestrator.results.store import machine_key
+from orchestrator.targets.jvm import cpu_count, parse_cpus
 
-FILE = "calibration.json"
 BUSY = 0.9                 # a side above this share of the CPUs it can use set the pace
 LEVELS = (16, 64, 256)     # connections (VUs, users) tried; the ceiling is the best of them
 WINDOWS = 3                # windows per level; a level's figure is their median
-GENERATORS = (*DRIVERS, "oha")
 # The open-model ceiling's test: what the generator alone may add to p99 (nginx answers in ~0.1 ms)
 # and drop, at VUs sized as a capacity probe at the default objective would have them.
 OPEN_P99_MS = 5.0
 OPEN = Objective(percentile="p99", bound_ms=OPEN_P99_MS, error_budget=0.0)
 OPEN_START, OPEN_RESOLUTION, OPEN_PROBES, OPEN_MAX_VUS = 2000, 0.05, 16, 2000
 OPEN_WINDOW_S = 5.0   # a run's own calibration: its probes' length, up to this
-SCENARIO = Scenario("calibrate", "GET", "/plaintext", 200, "text/plain", HELLO)
-NGINX_INSTALL = "apt-get install -y nginx"
-
-# One single-process nginx per server CPU, all on one port (reuseport): each is a direct child that
-# dies with bench (PR_SET_PDEATHSIG), which a master's workers would not. Temp paths point into the
-# work folder so that nothing outside it is created, and a non-root user can run it too.
-_NGINX_CONF = """\
-daemon off;
-master_process off;
-events {{ worker_connections 4096; }}
-http {{
-    access_log off;
-    keepalive_requests 1000000;
-    client_body_temp_path {work}/body;
-    proxy_temp_path {work}/proxy;
-    fastcgi_temp_path {work}/fastcgi;
-    uwsgi_temp_path {work}/uwsgi;
-    scgi_temp_path {work}/scgi;
-    server {{
-        listen 127.0.0.1:{port} reuseport;
-        location = /plaintext {{ default_type text/plain; return 200 "{hello}"; }}
-        location = /json {{ default_type application/json; return 200 '{{"message":"{hello}"}}'; }}
-    }}
-}}
-"""
-
-
-class OhaDriver(Driver):
-    """oha (crates.io; not packaged in Debian): a closed loop for a fixed time. Only calibrate uses it."""
-    name = "oha"
-    install = "cargo install oha"
-
-    def executable(self) -> str:
-        return procs.require_tool("oha", self.install, extra_dirs=(str(Path.home() / ".cargo" / "bin"),))
-
-    def run(self, spec: LoadSpec) -> LoadResult:
-        oha = self.executable()
-        spec.out_dir.mkdir(parents=True, exist_ok=True)
-        out, log = spec.out_dir / f"oha-{spec.stem}.json", spec.out_dir / f"oha-{spec.stem}.log"
-        out.unlink(missing_ok=True)
-        duration = max(1, math.ceil(spec.duration_s))
-        # oha sizes its thread pool by the machine's cores, not by the CPUs it is pinned to.
-        argv = [oha, "-z", f"{duration}s", "-c", str(spec.concurrency), "-t", f"{math.ceil(spec.timeout_s)}s",
-                "--worker-threads", str(cpu_count(spec.cpus)), "--no-tui", "--output-format", "json",
-                "-o", str(out), spec.url]
-        started = time.time()
-        rc, wall_s, cpu_s = run_generator(argv, log, deadline_s=duration + spec.timeout_s + 30, cpus=spec.cpus)
-        if rc != 0 or not out.exists():
-            raise DriverFailed(f"oha exited with {rc}: {procs.log_tail(log, 5) or 'no output'}")
-        try:
-            doc = json.loads(out.read_text())
-            codes = {int(k): v for k, v in doc["statusCodeDistribution"].items()}
-            # Requests still in flight when -z ends are cut off and listed as errors: not the server's.
-            errors = {k: n for k, n in doc.get("errorDistribution", {}).items() if k != "aborted due to deadline"}
-            return LoadResult(requests=sum(codes.values()), duration_s=doc["summary"]["total"],
-                              errors_status=sum(n for code, n in codes.items() if code >= 400),
-                              errors_read=sum(errors.values()),
-                              loadgen_cpu_s=cpu_s, loadgen_wall_s=wall_s, started_at=started)
-        except (ValueError, KeyError, TypeError) as e:
-            raise DriverFailed(f"oha wrote an unreadable summary ({e}): {out}") from None
-
-
-def driver(name: str) -> Driver:
-    return OhaDriver() if name == "oha" else get_driver(name)
-
-
-def _read(path: Path) -> dict:
-    if not path.exists():
-        return {"machines": {}}
-    try:
-        doc = json.loads(path.read_text())
-        doc["machines"]
-        return doc
-    except (ValueError, KeyError, TypeError) as e:
-        raise BenchError(f"{path} is not calibration data ({e}): delete it or run `bench calibrate` again") from None
-
-
-def ceilings(host: dict | None = None, results_dir: Path = RESULTS_DIR, loadgen_cpus: str | None = None,
-             key: str = "ceiling_rps") -> dict[str, float]:
-    """Generator name -> its calibrated ceiling in rps on this machine (or `host`); {} when not calibrated.
-    With `loadgen_cpus`, only ceilings measured with the generator on those same CPUs: a generator on
-    one CPU has a lower ceiling than on two, and a bar measured under other pinning flags wrongly.
-    key "open_ceiling_rps": the open-model ceilings instead (generators that run arrival rates)."""
-    record = _read(Path(results_dir) / FILE)["machines"].get(machine_key(host or host_info()), {})
-    return {name: e[key] for name, e in record.get("generators", {}).items() if e.get(key)
-            and (loadgen_cpus is None or parse_cpus(str(e.get("loadgen_cpus", ""))) == parse_cpus(loadgen_cpus))}
-
-
-def cell_ceiling(driver: str, open_model: bool, results_dir: Path, loadgen_cpus: str) -> float | None:
-    """The calibrated ceiling a cell's rps is held against (`near-generator-ceiling`): for arrival
-    rates, what the generator keeps in an open model (k6: 2,875-4,875 req/s here), not its
-    closed-loop ceiling (about 30,000), which a rate cell k6 could not keep would never approach."""
-    return ceilings(results_dir=results_dir, loadgen_cpus=loadgen_cpus,
-                    key="open_ceiling_rps" if open_model else "ceiling_rps").get(driver)
-
-
-def _store(results_dir: Path, host: dict, entries: dict[str, dict], merge: bool = False) -> Path:
-    """Each generator's entry replaces the stored one (merge: adds its keys to it, if that one was
-    measured with the generator on the same CPUs; one measured on others is replaced)."""
-    path = Path(results_dir) / FILE
-    doc = _read(path)
-    record = doc["machines"].setdefault(machine_key(host), {"generators": {}})
-    record["host"] = {k: host[k] for k in ("hostname", "cpu_model", "cores")}
-    for name, entry in entries.items():
-        stored = record["generators"].get(name, {})
-        same_cpus = stored.get("loadgen_cpus") == entry.get("loadgen_cpus")
-        record["generators"][name] = {**stored, **entry} if merge and same_cpus else entry
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda tmp: tmp.write_text(json.dumps(doc, indent=2) + "\n"))
-    return path
-
-
-@contextmanager
-def nginx(port: int, cpus: str, work: Path):
-    """nginx on 127.0.0.1:port, one process pinned to each of `cpus`; yields their psutil handles.
-    Every one is stopped on the way out, however the block ends."""
-    exe = procs.require_tool("nginx", NGINX_INSTALL)
-    conf, log = work / "nginx.conf", work / "error.log"
-    conf.write_text(_NGINX_CONF.format(work=work, port=port, hello=HELLO))
-    started = []
-    try:
-        for cpu in sorted(parse_cpus(cpus)):
-            started.append(procs.spawn([exe, "-p", str(work), "-c", str(conf), "-e", str(log),
-                                        "-g", f"pid {work}/nginx-{cpu}.pid;"], log_path=log, cpus=str(cpu)))
-        _wait_ready(port, started, work, log)
-        yield [psutil.Process(p.pid) for p in started]
-    finally:
-        for p in started:
-            procs.stop(p, grace=5)
-
-
-def _wait_ready(port: int, started, work: Path, log: Path, timeout_s: float = 10.0) -> None:
-    # nginx writes its pid file after it listens, so all pid files there means all processes serve.
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if any(p.poll() is not None for p in started):
-            break
-        if len(list(work.glob("nginx-*.pid"))) == len(started):
-            r = httpclient.request(port, "GET", SCENARIO.path)
-            if r.status == 200 and r.body == HELLO.encode():
-                return
-            raise BenchError(f"nginx answered {SCENARIO.path} with {r.status} {r.body[:60]!r}")
-        time.sleep(0.05)
-    raise BenchError(f"nginx did not start on port {port}: {procs.log_tail(log, 3) or 'no output'}")
-
-
-def _cpu_s(processes: list[psutil.Process]) -> float:
-    total = 0.0
-    for p in processes:
-        try:
-            t = p.cpu_times()
-        except psutil.Error:
-            raise BenchError(f"nginx (pid {p.pid}) exited during the calibration") from None
-        total += t.user + t.system
-    return total
+SCENARIO = Scenario("calibrate", "GET", nginx.PATHS[0], 200, "text/plain", HELLO)
 
 
 def _spec(name: str, concurrency: int, duration_s: float, cpus: str, port: int, out: Path,
           requests: int) -> LoadSpec:
+    """A closed loop at `concurrency`, in the shape the driver runs (its registry entry's kinds): a
+    timed one, else a burst of `requests` (h2load) or one ramp step as long (Locust)."""
     common = dict(port=port, scenario=SCENARIO, concurrency=concurrency, duration_s=duration_s, cpus=cpus,
                   timeout_s=10.0, out_dir=out)
-    if name == "h2load":
+    kinds = info(name).kinds
+    if "throughput" not in kinds and "burst" in kinds:
         return LoadSpec(**common, requests=max(requests, concurrency * 10))
-    if name == "locust":
+    if "throughput" not in kinds and "ramp" in kinds:
         return LoadSpec(**common, ramp=Ramp(start_users=concurrency, step_users=0, step_s=duration_s, steps=1))
     return LoadSpec(**common)
 
@@ -229,7 +73,7 @@ def _spec(name: str, concurrency: int, duration_s: float, cpus: str, port: int, 
 def measure(name: str, servers: list[psutil.Process], port: int, server_cpus: str, loadgen_cpus: str,
             duration_s: float, work: Path, rps_guess: float) -> dict:
     """WINDOWS windows at each of LEVELS; the ceiling is the level with the best median rps."""
-    gen = driver(name)
+    gen = get(name)
     # A Locust process without workers is one Python thread: one core is all it can use.
     usable = 1 if name == "locust" else cpu_count(loadgen_cpus)
     levels = []
@@ -238,9 +82,9 @@ def measure(name: str, servers: list[psutil.Process], port: int, server_cpus: st
         for _ in range(WINDOWS):
             # h2load sends a fixed number of requests: size each burst to last about one window.
             spec = _spec(name, concurrency, duration_s, loadgen_cpus, port, work / name, int(rps_guess * duration_s))
-            before = _cpu_s(servers)
+            before = nginx.cpu_s(servers)
             r = gen.run(spec)
-            server_s = _cpu_s(servers) - before   # nginx idles while the generator starts and stops
+            server_s = nginx.cpu_s(servers) - before   # nginx idles while the generator starts and stops
             window = r.steps[0] if r.steps else r   # Locust: the step, not its start-up
             windows.append({"rps": r.rps, "errors": r.errors + r.errors_status,
                             "gen": 100 * window.loadgen_cpus_used / usable,
@@ -265,7 +109,7 @@ def open_model(name: str, servers: list[psutil.Process], port: int, loadgen_cpus
     Each probe starts once the CPUs are quiet, and a failed rate is probed again (best of two): a
     window spoiled by something else on the machine would otherwise cap every capacity search here
     (a CI run read 484/s, where this machine kind keeps 2,875-4,875/s)."""
-    gen, probes = driver(name), []
+    gen, probes = get(name), []
     search = Search(OPEN_START, resolution, OPEN_PROBES, retry_failures=True)
     quiet = parse_cpus(loadgen_cpus) | {c for s in servers for c in s.cpu_affinity()}
     while (rate := search.next_rate()) is not None:
@@ -273,9 +117,9 @@ def open_model(name: str, servers: list[psutil.Process], port: int, loadgen_cpus
         vus = vus_for(rate, Objective(), SCENARIO, OPEN_MAX_VUS)
         spec = LoadSpec(port=port, scenario=SCENARIO, concurrency=vus, duration_s=window_s, rate=rate,
                         cpus=loadgen_cpus, timeout_s=10.0, out_dir=work / f"{name}-open")
-        before = _cpu_s(servers)
+        before = nginx.cpu_s(servers)
         r = gen.run(spec)
-        server_pct = 100 * (_cpu_s(servers) - before) / r.duration_s / len(servers)
+        server_pct = 100 * (nginx.cpu_s(servers) - before) / r.duration_s / len(servers)
         verdict = judge(rate, r, [], OPEN, SCENARIO, None)
         search.record(rate, verdict)
         probes.append({"rate": rate, "vus": vus, "rps": round(r.rps), "dropped": r.dropped,
@@ -308,7 +152,7 @@ def ensure_open_ceiling(name: str, server_cpus: str, loadgen_cpus: str, port: in
     work = Path(tempfile.mkdtemp(prefix="bench-calibrate-"))
     (work / OWNER_FILE).write_text(str(os.getpid()))
     try:
-        with quiet_sigterm(), nginx(port, server_cpus, work) as servers:
+        with quiet_sigterm(), nginx.serving(port, server_cpus, work) as servers:
             entry = open_model(name, servers, port, loadgen_cpus, work, min(window_s, OPEN_WINDOW_S), say,
                                max(resolution, OPEN_RESOLUTION))
     except DriverFailed as e:
@@ -320,7 +164,7 @@ def ensure_open_ceiling(name: str, server_cpus: str, loadgen_cpus: str, port: in
                          f"{entry['open_outcome']}): a capacity search here would measure {name}")
     entry.update({"open_measured_at": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
                   "server_cpus": server_cpus, "loadgen_cpus": loadgen_cpus})
-    _store(results_dir, host_info(), {name: entry}, merge=True)
+    store(results_dir, host_info(), {name: entry}, merge=True)
     say(_open_line(name, entry))
     return entry["open_ceiling_rps"]
 
@@ -340,15 +184,15 @@ def bound(server_pct: float, generator_pct: float) -> str:
 
 def _chosen(generators: str | None, say) -> list[str]:
     """The generators to calibrate: those named (each must be installed), else every installed one."""
-    named = parse_list(generators, list(GENERATORS), "generator")
+    named = parse_list(generators, list(names()), "generator")
     for name in named or []:
-        driver(name).executable()     # MissingTool (exit 2) before anything starts
+        get(name).executable()     # MissingTool (exit 2) before anything starts
     if named:
         return named
     found = []
-    for name in GENERATORS:
+    for name in names():
         try:
-            driver(name).executable()
+            get(name).executable()
             found.append(name)
         except BenchError as e:
             say(f"[dim]skipping {name}: {escape(str(e))}[/]")
@@ -358,18 +202,15 @@ def _chosen(generators: str | None, say) -> list[str]:
 def command(server_cpus: str | None, loadgen_cpus: str | None, duration: str, generators: str | None, port: int,
             results_dir: Path, console) -> bool:
     """`bench calibrate`: measure, store, print. False when a generator failed."""
-    from rich.table import Table
-
-    from orchestrator.measure.checks import busy_processes
     server_cpus = options.cpu_list(server_cpus or "1", "--server-cpus")
     loadgen_cpus = options.cpu_list(loadgen_cpus or "0", "--loadgen-cpus")
     duration_s = options.duration(duration, "--duration")
     options.port(port, "--port")
     procs.ensure_port_free(port, "nginx")
-    nginx_exe = procs.require_tool("nginx", NGINX_INSTALL)
+    nginx_exe = nginx.executable()
     names = _chosen(generators, console.print)
     if not names:
-        raise UsageError(f"no load generator is installed ({', '.join(GENERATORS)})")
+        raise UsageError(f"no load generator is installed ({', '.join(names())})")
     host = host_info()
     busy = busy_processes()
     for b in busy:
@@ -383,9 +224,9 @@ def command(server_cpus: str | None, loadgen_cpus: str | None, duration: str, ge
     work = Path(tempfile.mkdtemp(prefix="bench-calibrate-"))
     (work / OWNER_FILE).write_text(str(os.getpid()))   # `bench clean` removes it if this process is killed
     try:
-        with quiet_sigterm(), nginx(port, server_cpus, work) as servers:
+        with quiet_sigterm(), nginx.serving(port, server_cpus, work) as servers:
             for name in names:
-                entry = {"version": tool_version(driver(name).executable(), name),
+                entry = {"version": tool_version(get(name).executable(), name),
                          "measured_at": dt.datetime.now().astimezone().isoformat(timespec="seconds"), **common}
                 guess = max((e.get("ceiling_rps", 0) for e in entries.values()), default=0) or 10_000
                 try:
@@ -400,7 +241,7 @@ def command(server_cpus: str | None, loadgen_cpus: str | None, duration: str, ge
                     entry["error"] = str(e)
                     console.print(f"[red]{name} failed:[/] {escape(str(e))}", soft_wrap=True)
                 entries[name] = entry
-                path = _store(results_dir, host, {name: entry})   # each one kept even if a later one is interrupted
+                path = store(results_dir, host, {name: entry})   # each one kept even if a later one is interrupted
     finally:
         shutil.rmtree(work, ignore_errors=True)
     table = Table("generator", "version", "ceiling rps", "at conc.", "generator CPU %", "nginx CPU %", "bound",

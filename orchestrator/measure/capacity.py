@@ -19,7 +19,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from orchestrator.drivers import LoadResult
+from orchestrator.drivers.base import LoadResult
 from orchestrator.errors import UsageError
 from orchestrator.config.scenarios import Scenario
 from orchestrator.results.schema import PERCENTILES, percentile_label

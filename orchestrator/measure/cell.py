@@ -8,8 +8,9 @@ from pathlib import Path
 from collections.abc import Callable
 
 from orchestrator import drivers
+from orchestrator.drivers.base import LoadResult, LoadSpec
 from orchestrator.measure import rows as rows_mod
-from orchestrator.measure.calibrate import ceilings, cell_ceiling
+from orchestrator.measure.ceilings import ceilings, cell_ceiling
 from orchestrator.measure.checks import cell_flags
 from orchestrator.targets.environment import Environment, Started
 from orchestrator.errors import TargetFailed
@@ -42,7 +43,7 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
     and length), not of the whole driver call around it."""
     s, p = plan.settings, plan.profile
     out_dir = load_dir(environment, base["target"], base["repeat"])
-    spec = drivers.LoadSpec(port=s.port, scenario=SCENARIOS[scenario], cpus=s.loadgen_cpus,
+    spec = LoadSpec(port=s.port, scenario=SCENARIOS[scenario], cpus=s.loadgen_cpus,
                             timeout_s=s.request_timeout_s, out_dir=out_dir / "warmup",
                             concurrency=p.warmup_connections(concurrency), duration_s=p.warmup_s,
                             rate=p.warmup_rate(rate), **environment.load_placement())
@@ -58,7 +59,7 @@ class WarmedUpCell:
     (config/kinds/base.py's CellRun says which of these a kind may use)."""
 
     def __init__(self, environment: Environment, started: Started, plan: Plan, base: dict,
-                 load: drivers.LoadSpec, warm: WarmUp, infra, progress: Callable[[str], None]):
+                 load: LoadSpec, warm: WarmUp, infra, progress: Callable[[str], None]):
         s = plan.settings
         self.environment, self.started, self.settings, self.infra = environment, started, s, infra
         self.profile, self.base, self.load, self.warm, self.progress = plan.profile, base, load, warm, progress
@@ -71,7 +72,7 @@ class WarmedUpCell:
                                      environment.logs / "jfr" / load.out_dir.name, environment.logs.parent,
                                      s.loadgen_cpus, on=s.jfr)
 
-    def drive(self, load: drivers.LoadSpec, name: str) -> tuple[drivers.LoadResult, Sampler]:
+    def drive(self, load: LoadSpec, name: str) -> tuple[LoadResult, Sampler]:
         """Drive one load while sampling (and recording, when on), then make sure the target survived it."""
         s, server = self.settings, self.started.server
         probe = Probe(self.infra, server.pid, s.port) if self.infra else None
@@ -89,17 +90,17 @@ class WarmedUpCell:
                 f"the cell ({result.requests} requests answered in the cell)", server.log_path)) from None
         return result, sampler
 
-    def window(self, sampler: Sampler, result: drivers.LoadResult, whole_load: bool = False) -> ServerSample:
+    def window(self, sampler: Sampler, result: LoadResult, whole_load: bool = False) -> ServerSample:
         return sampler.window(result.started_at, result.started_at + result.duration_s, whole_load)
 
-    def flags(self, concurrency: int, result: drivers.LoadResult, sample: ServerSample) -> list[str]:
+    def flags(self, concurrency: int, result: LoadResult, sample: ServerSample) -> list[str]:
         backends = off_contract(self.scenario, sample.evidence.per_request(result.requests)) if sample.evidence else []
         # Little's law ties rps and latency to the clients only in a closed loop of fixed size.
         return (cell_flags(concurrency, result, self.cores, closed_loop=self.profile.rules.closed_loop,
                            loadgen_cpus_busy_pct=sample.loadgen_cpus_busy_pct, ceiling=self.ceiling)
                 + backends + result.flags + ([] if self.warm.steady else ["not-steady"]))
 
-    def row(self, columns: dict, result: drivers.LoadResult, sample: ServerSample, flags: list[str]) -> dict:
+    def row(self, columns: dict, result: LoadResult, sample: ServerSample, flags: list[str]) -> dict:
         return rows_mod.measured({**self.base, **columns}, result, sample, flags)
 
     def keep(self, name: str, results: list, rows: list[dict]) -> list[dict]:

@@ -6,7 +6,8 @@ import time
 
 import psutil
 
-from orchestrator.drivers import LoadResult
+from orchestrator.drivers import processes
+from orchestrator.drivers.base import LoadResult
 from orchestrator.results.schema import LITTLE_HIGH, LITTLE_LOW, LOADGEN_SATURATED, MIN_REQUESTS, NEAR_CEILING
 
 
@@ -75,7 +76,10 @@ def near_ceiling(rps: float, ceiling: float | None) -> bool:
     return bool(ceiling) and rps > NEAR_CEILING * ceiling
 
 
-SUSPECTS = ("java", "mvn", "wrk", "locust", "h2load", "k6", "oha")
+def suspects() -> tuple[str, ...]:
+    """Process names that spoil figures whenever they run: a JVM, Maven, and every load driver's
+    processes (their registry entries name them)."""
+    return ("java", "mvn", *processes())
 
 
 class BusyProcesses:
@@ -101,11 +105,12 @@ class BusyProcesses:
 
     def found(self) -> list[str]:
         time.sleep(max(0.0, self.until - time.monotonic()))
+        known = suspects()
         found = []
         for p, name, cmd in self.procs:
             try:
                 pct = p.cpu_percent(None)
-                suspect = name in SUSPECTS or "KotlinCompileDaemon" in cmd
+                suspect = name in known or "KotlinCompileDaemon" in cmd
                 if pct >= self.threshold_pct or suspect:
                     found.append(f"pid {p.pid} {name} ({pct:.0f}% CPU): {cmd[:100]}")
             except psutil.Error:

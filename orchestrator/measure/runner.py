@@ -22,9 +22,11 @@ from orchestrator.infra import backends as infra_mod
 from orchestrator.infra import interrupts
 from orchestrator import RESULTS_DIR
 from orchestrator import drivers
+from orchestrator.drivers.base import DriverFailed
 from orchestrator.targets import parity
 from orchestrator.measure import rows as rows_mod
-from orchestrator.measure.calibrate import ceilings, ensure_open_ceiling
+from orchestrator.measure.calibrate import ensure_open_ceiling
+from orchestrator.measure.ceilings import ceilings
 from orchestrator.measure.flight_recorder import COST
 from orchestrator.config.catalog import Framework, Target, resolve
 from orchestrator.measure.cell import measure_cell
@@ -237,7 +239,7 @@ class Run:
                 except TargetFailed as e:
                     failed += self._fail(target, repeat, cells[i:], e.reason, started)
                     break
-                except drivers.DriverFailed as e:
+                except DriverFailed as e:
                     rows = rows_mod.failed(self.plan, identity, cell, f"load generator failed: {e}")
                 died = self._restart_dead_infra()
                 if died:

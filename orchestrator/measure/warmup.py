@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, replace
 from statistics import median
 
 from orchestrator import drivers
+from orchestrator.drivers.base import LoadResult, LoadSpec
 from orchestrator.measure.checks import littles_law_holds
 from orchestrator.targets.runtimes import Server
 from orchestrator.results.schema import CLIMB, JIT_QUIET, STEADY_WINDOWS
@@ -74,7 +75,7 @@ def steady(windows: list[Window] | tuple[Window, ...]) -> bool:
     return final.jit_s is None or final.jit_s <= JIT_QUIET * final.duration_s
 
 
-def quiet_gap_s(last: drivers.LoadResult | None) -> float:
+def quiet_gap_s(last: LoadResult | None) -> float:
     """The pause between warm-up and measurement: the server finishes what the warm-up left in
     flight (up to about its slowest responses) before the measured window opens."""
     if last is None or last.latency_p99 != last.latency_p99:
@@ -82,7 +83,7 @@ def quiet_gap_s(last: drivers.LoadResult | None) -> float:
     return min(5.0, max(1.0, 2 * last.latency_p99 / 1000.0))
 
 
-def _median_ms(r: drivers.LoadResult) -> float:
+def _median_ms(r: LoadResult) -> float:
     """The window's median latency; 0 when nothing was answered (its pace is then the slowest)."""
     return r.latency_p50 if r.latency_p50 == r.latency_p50 else 0.0
 
@@ -92,7 +93,7 @@ def _jit_s(server: Server) -> float | None:
     return c.jit_time_s if c else None
 
 
-def warm_up(window_s: float, max_s: float, spec: drivers.LoadSpec, server: Server) -> WarmUp:
+def warm_up(window_s: float, max_s: float, spec: LoadSpec, server: Server) -> WarmUp:
     """Load in windows of window_s until steady (or max_s is spent), then pause for the quiet gap."""
     if window_s <= 0:
         return WarmUp(0.0, True, ())
@@ -117,7 +118,7 @@ def warm_up(window_s: float, max_s: float, spec: drivers.LoadSpec, server: Serve
             return WarmUp(spent, done, tuple(windows), gap)
 
 
-def _keep(spec: drivers.LoadSpec, windows: list[Window], done: bool, gap: float) -> None:
+def _keep(spec: LoadSpec, windows: list[Window], done: bool, gap: float) -> None:
     """Every window's figures beside the generator's files: why a cell was (not) called steady."""
     spec.out_dir.mkdir(parents=True, exist_ok=True)
     (spec.out_dir / f"{spec.stem}.windows.json").write_text(json.dumps(

@@ -28,7 +28,7 @@ from typing import Iterator
 
 from orchestrator import drivers
 from orchestrator.config.catalog import Target
-from orchestrator.drivers.base import LoadResult, LoadSpec
+from orchestrator.drivers.base import DriverFailed, LoadResult, LoadSpec
 from orchestrator.targets.environment import Environment, Started, wait_ready
 from orchestrator.errors import TargetFailed
 from orchestrator.targets.jvm import parse_cpus
@@ -60,7 +60,7 @@ def survives(target: Target, started, settings, connections: int, logs: Path, po
                         out_dir=logs / "smoke" / target.id.replace(":", "-"))
         try:
             r = drivers.get("k6").run(spec)
-        except drivers.DriverFailed as e:
+        except DriverFailed as e:
             return f"{name} at {connections} connections: load generator failed: {e}"
         try:   # the same wait as a start's
             wait_ready(started.server, port, target.framework.health_path, DRAIN_S, time.monotonic(), host)
