@@ -39,11 +39,11 @@ def test_without_evidence_a_claim_says_so_rather_than_judging():
 
 def test_a_flagged_repeat_is_shown_but_never_judged_on():
     # the third repeat's generator CPU was busy: its 80 threads asleep do not count against the claim
-    df = rows([998_500.0, 1_000_000.0, 400_000.0]).assign(flags=["", "", "loadgen-cpus-busy"])
+    df = rows([998_500.0, 1_000_000.0, 400_000.0]).assign(check_flags=["", "", "loadgen-cpus-busy"])
     (text,) = claims.sentences(df, [CLAIM])
     assert "latency_mean_ms 500.5" in text and "199.8 (it needs" in text   # the medians of the two clean ones
     assert "the explanation holds (2 repeat(s); 1 flagged left out)" in text
-    (text,) = claims.sentences(rows([1_000_000.0]).assign(flags="not-steady"), [CLAIM])
+    (text,) = claims.sentences(rows([1_000_000.0]).assign(check_flags="not-steady"), [CLAIM])
     assert "not judged: every repeat was flagged (not-steady)" in text and "holds" not in text
 
 

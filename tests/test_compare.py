@@ -19,7 +19,7 @@ def rows(run_id: str, rps_values, target="a:x", scenario="json", concurrency=256
     """Made-up cells, one per repeat, with latency that mirrors throughput as in a closed loop."""
     return pd.DataFrame([{"run_id": run_id, "target": target, "scenario": scenario, "concurrency": concurrency,
                           "repeat": i + 1, "status": status, "reason": "" if status == "ok" else "boom",
-                          "rps": v, "latency_p99_ms": 256_000 / v if v else np.nan, "flags": flags,
+                          "rps": v, "latency_p99_ms": 256_000 / v if v else np.nan, "check_flags": flags,
                           "requests": int(v * 10), "server_cpu_s": 1.0} for i, v in enumerate(rps_values)])
 
 
@@ -85,7 +85,7 @@ def test_a_cell_that_failed_in_b_is_a_regression_and_one_missing_is_not():
 
 def test_flags_are_carried_to_the_comparison():
     cmp = compare.compare_runs(rows("A", [10_000] * 4, flags="littles-law"), rows("B", [10_000] * 4))
-    assert one(cmp)["flags"] == "littles-law"
+    assert one(cmp)["check_flags"] == "littles-law"
 
 
 def test_bench_compare_of_the_sample_with_itself_finds_no_regression():
@@ -118,8 +118,8 @@ def test_a_marginal_p_is_not_significant_among_many_cells():
 
 def test_a_flagged_cell_is_never_a_regression():
     a, b = rows("A", [10_000, 10_050, 9_950, 10_020, 9_980]), rows("B", [8_000, 8_050, 7_950, 8_020, 7_980])
-    cmp = compare.compare_runs(a, b.assign(flags="loadgen-saturated"))
-    assert one(cmp)["verdict"] == "worse" and one(cmp)["flags"] == "loadgen-saturated"
+    cmp = compare.compare_runs(a, b.assign(check_flags="loadgen-saturated"))
+    assert one(cmp)["verdict"] == "worse" and one(cmp)["check_flags"] == "loadgen-saturated"
     assert compare.regressions(cmp, pct=5).empty
     assert len(compare.regressions(compare.compare_runs(a, b), pct=5)) == 2
 
@@ -182,7 +182,7 @@ def test_a_cell_that_newly_answers_errors_is_a_regression_though_flagged():
     assert one(cmp)["verdict"] == "broke" and "newly non-2xx in B" in one(cmp)["note"]
     assert len(compare.regressions(cmp, pct=10)) == 2
     # errors in both runs are not new: the flag keeps the cell out, as any flag does
-    assert compare.regressions(compare.compare_runs(a.assign(flags="non-2xx"), b), pct=10).empty
+    assert compare.regressions(compare.compare_runs(a.assign(check_flags="non-2xx"), b), pct=10).empty
 
 
 def test_repeats_that_crashed_in_b_are_a_regression_not_missing_noise():

@@ -31,7 +31,7 @@ def test_each_request_did_the_contract_s_backend_work(cells, scenario, redis, se
     assert row["db_selects_per_request"] == pytest.approx(selects, abs=0.016)
     assert row["db_inserts_per_request"] == pytest.approx(inserts, abs=0.016)
     assert row["db_prepares_per_request"] < 0.05          # Vert.x caches its prepared statements
-    assert "off-contract" not in row["flags"]
+    assert "off-contract" not in row["check_flags"]
 
 
 def test_the_peaks_stay_within_the_pools(cells):

@@ -25,7 +25,7 @@ FLOORS = {"no floor": None, "a correct floor": 1.0, "a floor 3x too low": 1 / 3}
 def _rows(target: str, values: np.ndarray, scenarios: list[str]) -> pd.DataFrame:
     return pd.DataFrame({"run_id": "sim", "target": target, "scenario": np.repeat(scenarios, values.shape[1]),
                          "concurrency": 64, "repeat": np.tile(np.arange(1, values.shape[1] + 1), len(scenarios)),
-                         "status": "ok", "reason": "", "flags": "", "rps": values.ravel(),
+                         "status": "ok", "reason": "", "check_flags": "", "rps": values.ravel(),
                          "requests": 100_000, "server_cpu_s": 1.0}).reindex(columns=results.COLUMNS)
 
 

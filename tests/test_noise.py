@@ -17,7 +17,7 @@ HOST = {"hostname": "vm", "cpu_model": "AMD EPYC", "cores": 2}
 def repeats(rps, threads=20, status=None) -> pd.DataFrame:
     """Made-up repeats of one cell, in the columns of schema.ROW_TYPES."""
     return pd.DataFrame([{"run_id": "aa", "target": "fixture:ok", "scenario": "json", "concurrency": 64,
-                          "repeat": i + 1, "status": (status or {}).get(i, "ok"), "reason": "", "flags": "",
+                          "repeat": i + 1, "status": (status or {}).get(i, "ok"), "reason": "", "check_flags": "",
                           "driver": "wrk", "duration_s": 10.0, "rps": v, "latency_p99_ms": 640_000 / v,
                           "server_peak_threads": threads, "requests": int(v * 10), "server_cpu_s": 5.0}
                          for i, v in enumerate(rps)]).reindex(columns=results.COLUMNS)

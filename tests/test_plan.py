@@ -115,7 +115,7 @@ def test_a_measured_row_fills_the_schema_from_the_window_and_a_failed_row_says_w
     assert set(row) <= set(COLUMNS)
     assert row["rps"] == 1000 and row["server_cpu_pct"] == 50 and row["server_peak_rss_mb"] == 100
     assert row[latency_column("p99")] == 20.0 and row["littles_ratio"] == pytest.approx(1.0)
-    assert row["loadgen_cpu_pct"] == 50 and row["flags"] == "not-steady" and row["warmup_s"] == 4.0
+    assert row["loadgen_cpu_pct"] == 50 and row["check_flags"] == "not-steady" and row["warmup_s"] == 4.0
     (failed,) = rows.failed(plan, base, ("plaintext", 8, None, None), "target exited with 1")
     assert failed["status"] == "failed" and failed["reason"] == "target exited with 1" and failed["requests"] == 0
     assert failed.get("warmup_s") is None   # no warm-up ran

@@ -80,7 +80,7 @@ def cells(target: str, rps, flags: str = "", status: str = "ok", scenario: str =
           concurrency: int = 256) -> pd.DataFrame:
     """Made-up repeats of one cell, in the columns of schema.ROW_TYPES (those not given are empty)."""
     return pd.DataFrame([{"run_id": "made-up", "target": target, "scenario": scenario, "concurrency": concurrency,
-                          "repeat": i + 1, "status": status, "reason": "", "flags": flags, "rps": v,
+                          "repeat": i + 1, "status": status, "reason": "", "check_flags": flags, "rps": v,
                           "latency_p99_ms": 256_000 / v, "requests": int(v * 10), "server_cpu_s": 1.0}
                          for i, v in enumerate(rps)]).reindex(columns=results.COLUMNS)
 

@@ -7,13 +7,14 @@ import warnings
 import pandas as pd
 import pytest
 
+from conftest import ROOT
 from orchestrator.results import store as results
 
 
 def row(**kw):
     base = {"run_id": "r1", "target": "a:b", "framework": "a", "variant": "b", "scenario": "json",
             "concurrency": 64, "repeat": 1, "status": "ok", "reason": "", "requests": 1000, "rps": 100.0,
-            "latency_p99_ms": 3.5, "flags": ""}
+            "latency_p99_ms": 3.5, "check_flags": ""}
     return {**base, **kw}
 
 
@@ -79,3 +80,26 @@ def test_run_json_is_written_atomically(tmp_path):
     store = make_run(tmp_path, "run1", [])
     store.write_meta({"a": 1})
     assert json.loads((store.dir / "run.json").read_text()) == {"a": 1}
+
+
+def test_no_column_is_a_pandas_attribute():
+    """`df.check_flags` must reach the column: a column named like a DataFrame attribute (`flags`, `size`,
+    `T`...) is shadowed by it when read as an attribute."""
+    import pandas as pd
+    from orchestrator.results.schema import COLUMNS, TIMESERIES_TYPES
+    from orchestrator.results.analysis import summary
+    names = set(COLUMNS) | {n for n, _ in TIMESERIES_TYPES} | set(summary(results.load(ROOT / "results" / "sample")).columns)
+    assert not sorted(n for n in names if n in dir(pd.DataFrame))
+
+
+def test_a_run_stored_before_a_rename_loads_under_the_new_name(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    run = tmp_path / "old"
+    run.mkdir()
+    (run / results.RUN_JSON).write_text('{"run_id": "old"}')
+    pq.write_table(pa.table({"target": ["a:b"], "repeat": [1], "flags": ["littles-law"]}), run / results.MEASUREMENTS)
+    df = results.load("old", tmp_path)
+    assert df.check_flags.tolist() == ["littles-law"] and "flags" not in df.columns
+    store = results.RunStore(run)
+    assert store.rows[0]["check_flags"] == "littles-law"

@@ -27,7 +27,7 @@ def print_results(df) -> None:
                       _fmt(r["latency_p99_ms"], ".2f"), _fmt(errors, ".0f"), _fmt(r["server_cpu_pct"], ".0f"),
                       _fmt(r["server_peak_rss_mb"], ".0f"),
                       _fmt(r["server_peak_threads"], ".0f"), _fmt(r["gc_time_ms"], ".0f"),
-                      f"[yellow]{r['flags']}[/]" if r["flags"] else "")
+                      f"[yellow]{r['check_flags']}[/]" if r["check_flags"] else "")
     console.print(table)
 
 

@@ -40,7 +40,7 @@ def result_line(row: dict) -> str:
     if row["status"] != "ok":
         return (f"[red]FAILED[/] {row['target']} {row['scenario']} {level_label(row)}: "
                 f"{escape(row['reason'].splitlines()[0][:160])}")
-    flags = f" [yellow]{escape('[' + row['flags'] + ']')}[/]" if row["flags"] else ""
+    flags = f" [yellow]{escape('[' + row['check_flags'] + ']')}[/]" if row["check_flags"] else ""
 
     def num(key: str, spec: str) -> str:
         """A figure, or a dash of the same width where the window had none (a ramp step nobody ran)."""

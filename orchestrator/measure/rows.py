@@ -56,7 +56,7 @@ def measured(base: dict, r: LoadResult, smp: ServerSample, flags: list[str]) -> 
         else _or_none(100.0 * r.loadgen_cpus_used),
         "loadgen_cpus_busy_pct": smp.loadgen_cpus_busy_pct,
         "co_corrected_mean_ms": _or_none(r.co_corrected_mean), "co_corrected_p99_ms": _or_none(r.co_corrected_p99),
-        "littles_ratio": littles_law_ratio(base["concurrency"], r), "flags": ",".join(flags),
+        "littles_ratio": littles_law_ratio(base["concurrency"], r), "check_flags": ",".join(flags),
         "users_answered": r.users_answered,
         "cpu_ms_per_request": 1000 * smp.cpu_s / r.requests if r.requests and smp.cpu_s == smp.cpu_s else None,
         "rps_per_core": r.requests / smp.cpu_s if smp.cpu_s else None,

@@ -25,7 +25,7 @@ def _value(row, metric: str) -> str:
     text = fmt(row[metric])
     if row["state"] == "partial":
         return f"{text} ✗ {row['ok']}/{row['repeats']} ran"
-    return f"{text} ⚠ {row['flags']}" if row["state"] == "flagged" else text
+    return f"{text} ⚠ {row['check_flags']}" if row["state"] == "flagged" else text
 
 
 def _pct(value: float) -> str:
@@ -118,6 +118,6 @@ def winners_matrix(summ: pd.DataFrame, x: str = "concurrency", metrics: list[str
 def not_crowned(summ: pd.DataFrame, x: str = "concurrency") -> pd.DataFrame:
     """The cells that are never crowned, and why: failed (the reason), partly failed, or flagged."""
     bad = summ[~summ["eligible"]]
-    why = np.where(bad["state"] == "flagged", bad["flags"], bad["reason"])
+    why = np.where(bad["state"] == "flagged", bad["check_flags"], bad["reason"])
     return pd.DataFrame({"scenario": bad["scenario"], x: bad[x], "target": bad["target"],
                          "state": [f"{MARKS[s]} {s}" for s in bad["state"]], "why": why})

@@ -73,7 +73,7 @@ PLOTTED_PERCENTILES = {percentile_label(k): latency_column(k) for k in ("p50", "
 # Between a scenario and what else makes a cell its own (a network level, the VUs that carry a rate)
 SEPARATOR = " · "
 ID_COLUMNS = ["run_id", "target", "framework", "variant", "scenario", "profile", "concurrency", "rate", "step",
-              "repeat", "status", "flags"]
+              "repeat", "status", "check_flags"]
 
 
 def fmt(value, unit: str = "") -> str:
@@ -114,9 +114,9 @@ def tidy(df: pd.DataFrame) -> pd.DataFrame:
     run at one rate with several VU counts is named per VU count ("json · 100 VUs").
     """
     out = df.copy()
-    out["flags"] = out["flags"].fillna("").astype(str)
+    out["check_flags"] = out["check_flags"].fillna("").astype(str)
     out["reason"] = out["reason"].fillna("").astype(str)
-    out["flagged"] = out["flags"] != ""
+    out["flagged"] = out["check_flags"] != ""
     out["clean"] = (out["status"] == "ok") & ~out["flagged"]
     requests = pd.to_numeric(out["requests"], errors="coerce")
     out["cpu_ms_per_req"] = (out["server_cpu_s"] * 1000 / requests.where(requests > 0)).astype(float)
@@ -174,11 +174,11 @@ def summary(df: pd.DataFrame, x: str = "concurrency", metrics: list[str] | None 
     metrics = [m for m in (metrics or METRICS) if m in df]
     df["ran"] = (df["status"] == "ok").astype(int)
     out = df.groupby(keys, dropna=False, sort=True).agg(
-        repeats=("ran", "size"), ok=("ran", "sum"), flags=("flags", _union), reason=("reason", _first))
+        repeats=("ran", "size"), ok=("ran", "sum"), check_flags=("check_flags", _union), reason=("reason", _first))
     ran = df[df["status"] == "ok"].groupby(keys, dropna=False)[metrics]
     out = out.join([ran.median(), ran.min().add_suffix("_min"), ran.max().add_suffix("_max"),
                     ran.agg(lambda v: tuple(v.dropna())).add_suffix("_values")]).reset_index()
-    out["state"] = np.select([out["ok"] == 0, out["ok"] < out["repeats"], out["flags"] != ""],
+    out["state"] = np.select([out["ok"] == 0, out["ok"] < out["repeats"], out["check_flags"] != ""],
                              ["failed", "partial", "flagged"], "ok")
     out["eligible"] = out["state"] == "ok"
     return out
@@ -223,7 +223,7 @@ def _values(cell: dict, metric: str) -> np.ndarray:
 
 def _describe(cell: dict, metric: str) -> str:
     ran = f"{cell['ok']}/{cell['repeats']} ran" if cell["state"] == "partial" else ""
-    why = ", ".join(w for w in (ran, cell["flags"]) if w) or cell["state"]
+    why = ", ".join(w for w in (ran, cell["check_flags"]) if w) or cell["state"]
     return f"{cell['target']} {fmt(cell[metric], METRICS[metric].unit)} [{why}]"
 
 

@@ -77,7 +77,7 @@ def sentences(df: pd.DataFrame, claims: list[dict], x: str = "concurrency") -> l
         for level, cell in rows.groupby(x, sort=True):
             # A flagged repeat measured something besides the target (a busy generator, a JIT still
             # compiling): its figure and evidence judge nothing. Shown, never judged on.
-            flags = cell["flags"].fillna("") if "flags" in cell else pd.Series("", index=cell.index)
+            flags = cell["check_flags"].fillna("") if "check_flags" in cell else pd.Series("", index=cell.index)
             clean = cell[flags == ""]
             shown = clean if len(clean) else cell
             figure, evidence = shown[c["figure"]].median(), shown.apply(measure, axis=1).median()

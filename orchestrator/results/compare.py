@@ -83,7 +83,7 @@ def _cells(df: pd.DataFrame, x: str, metrics) -> dict:
     # plain arrays per cell: a run of many cells is judged in one pass, not one pandas query per cell
     df = tidy(df).dropna(subset=["scenario", "target", x])
     keys = list(zip(df["scenario"], df["target"], df[x]))
-    ran, flags = (df["status"] == "ok").to_numpy(), df["flags"].tolist()
+    ran, flags = (df["status"] == "ok").to_numpy(), df["check_flags"].tolist()
     figures = df[[m for m in metrics if m in df]].to_numpy(dtype=float)
     rows: dict = {}
     for i, key in enumerate(keys):
@@ -159,7 +159,7 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: s
                          "a_median": med_a, "a_spread_pct": _spread_pct(va), "a_n": len(va),
                          "b_median": med_b, "b_spread_pct": _spread_pct(vb), "b_n": len(vb),
                          "ratio": ratio, "delta_pct": delta, "worse_pct": worse,
-                         "p_value": math.nan if note else lead.p, "flags": flags, "note": note, "broke": broke})
+                         "p_value": math.nan if note else lead.p, "check_flags": flags, "note": note, "broke": broke})
     out = pd.DataFrame(rows)
     if out.empty:
         return out
@@ -180,5 +180,5 @@ def regressions(cmp: pd.DataFrame, pct: float) -> pd.DataFrame:
     unflagged cell (a flag says the figure measured something other than the target), or broken in
     B where A was not: some or all of its repeats failed, or it newly answered errors or died
     (TARGET_FLAGS). A target that broke is the largest regression there is, flagged or not."""
-    worse = cmp["significant"] & (cmp["worse_pct"] > pct) & (cmp["flags"] == "")
+    worse = cmp["significant"] & (cmp["worse_pct"] > pct) & (cmp["check_flags"] == "")
     return cmp[worse | cmp["broke"]]

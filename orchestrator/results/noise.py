@@ -63,7 +63,7 @@ def record(df, meta: dict, root: Path = RESULTS_DIR) -> dict:
              "target": df["target"].iloc[0], "scenario": df["scenario"].iloc[0],
              "concurrency": int(df["concurrency"].iloc[0]), "driver": df["driver"].iloc[0],
              "duration_s": round(float(df["duration_s"].median()), 1), "n": len(ran),
-             "flagged": int((ran["flags"].fillna("") != "").sum()),
+             "flagged": int((ran["check_flags"].fillna("") != "").sum()),
              **{k: settings.get(k) for k in ("server_cpus", "loadgen_cpus", "heap", "runtime")},
              "cv": cvs(df), "n_by_metric": counts(df)}
     floors = _entries(root)

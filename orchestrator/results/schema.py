@@ -75,7 +75,7 @@ ROW_TYPES = [
     # the generator's own CPU per second it ran, in % of one CPU; Locust's workers: the busiest one
     ("loadgen_cpu_pct", "float64"),
     ("loadgen_cpus_busy_pct", "float64"),  # everything that ran on the load-generator CPUs, in % of them
-    ("littles_ratio", "float64"), ("flags", "string"),
+    ("littles_ratio", "float64"), ("check_flags", "string"),
     # ramp (Locust): the step's users that got at least one response in it; fewer than `concurrency`
     # means some waited the whole step on one request (flag users-unanswered)
     ("users_answered", "int64"),
@@ -124,6 +124,10 @@ ROW_TYPES = [
     ("heap", "string"), ("server_cpus", "string"), ("loadgen_cpus", "string"),
 ]
 COLUMNS = [name for name, _ in ROW_TYPES]
+# Columns renamed since runs were first stored (old name -> new): a run stored before loads under the new
+# name. `flags` was pandas' own DataFrame.flags, so `df.flags` never reached the column.
+RENAMED = {"flags": "check_flags"}
+
 CELL_KEY = ("target", "scenario", "network", "concurrency", "rate", "step", "repeat")
 
 # The columns of timeseries.parquet: one row per second of a time-resolved cell.

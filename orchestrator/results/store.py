@@ -20,7 +20,8 @@ from orchestrator import RESULTS_DIR
 from orchestrator import lazy
 from orchestrator.errors import UsageError
 # The columns are schema.py's; results.COLUMNS stays, for notebooks that read it beside load().
-from orchestrator.results.schema import CELL_KEY, COLUMNS, ROW_TYPES, TIMESERIES_KEY, TIMESERIES_TYPES  # noqa: F401
+from orchestrator.results.schema import (  # noqa: F401
+    CELL_KEY, COLUMNS, RENAMED, ROW_TYPES, TIMESERIES_KEY, TIMESERIES_TYPES)
 
 pd = lazy.module("pandas")
 pa = lazy.module("pyarrow")
@@ -71,7 +72,7 @@ class RunStore:
         self.rows: list[dict] = []
         self.series: list[dict] = []
         if (self.dir / MEASUREMENTS).exists():
-            self.rows = pq.read_table(self.dir / MEASUREMENTS).to_pylist()
+            self.rows = _with_schema(pq.read_table(self.dir / MEASUREMENTS), row_schema()).to_pylist()
         if (self.dir / TIMESERIES).exists():
             self.series = pq.read_table(self.dir / TIMESERIES).to_pylist()
 
@@ -115,7 +116,10 @@ class RunStore:
 
 
 def _with_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Runs stored before a column existed load with it empty, so that every frame has the whole schema."""
+    """Runs stored before a column existed load with it empty, and a renamed column under its new name, so
+    that every frame has the whole schema."""
+    table = table.rename_columns([RENAMED.get(n, n) if RENAMED.get(n) not in table.column_names else n
+                                  for n in table.column_names])
     for f in schema:
         if f.name not in table.column_names:
             table = table.append_column(f, pa.nulls(len(table), f.type))

@@ -85,5 +85,5 @@ class CapacityKind(Kind):
                    "concurrency": load.concurrency, "rate": None, "step": None, "slo": slo,
                    "verdict": outcome, "capacity_low_rps": search.low,
                    "capacity_high_rps": search.high if outcome != "above-generator" else None,
-                   "flags": ",".join(f for f in [(best or {}).get("flags", ""), f"capacity-{outcome}"] if f)}
+                   "check_flags": ",".join(f for f in [(best or {}).get("check_flags", ""), f"capacity-{outcome}"] if f)}
         return rows + [summary], []
