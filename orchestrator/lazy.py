@@ -10,7 +10,7 @@ import importlib
 from types import ModuleType
 
 
-class module:  # noqa: N801 - used where an `import` statement would be
+class module:  # lower case: it stands where an `import` statement would be
     """Stands for the module `name`; the first attribute read imports it."""
 
     def __init__(self, name: str) -> None:

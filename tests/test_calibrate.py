@@ -8,8 +8,8 @@ import socket
 
 import psutil
 import pytest
-
 from conftest import bench, owned, start_bench, wait_for
+
 from orchestrator.infra.hostinfo import host_info
 from orchestrator.measure import calibrate, ceilings
 from orchestrator.measure.checks import near_ceiling

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-
 from conftest import PORTS, bench
-from orchestrator.measure import ceilings, checks
-from orchestrator.report import capacity as capacity_report
-from orchestrator.results import store as results
-from orchestrator.measure.capacity import FAIL, LIMIT, PASS, Objective, Search, Verdict, judge, parse_slo, vus_for
+
+from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.drivers.base import LoadResult
 from orchestrator.errors import UsageError
 from orchestrator.infra.hostinfo import host_info
-from orchestrator.config.scenarios import SCENARIOS
+from orchestrator.measure import ceilings, checks
+from orchestrator.measure.capacity import FAIL, LIMIT, PASS, Objective, Search, Verdict, judge, parse_slo, vus_for
+from orchestrator.report import capacity as capacity_report
+from orchestrator.results import store as results
 
 
 def search_against(capacity: float, **kw) -> Search:
@@ -145,9 +145,10 @@ def test_a_fixed_pool_of_16_threads_sleeping_100_ms_has_a_capacity_of_160_per_se
 def test_a_search_that_passed_no_probe_prints_its_capacity_row_without_figures():
     # run 20261125-151746 of a .ci/run rehearsal: every probe of ktor db-read failed, so its capacity row had no
     # window's figures, and printing the run's table crashed on NaN after every cell was measured
-    from orchestrator.results import analysis, store as results
     from orchestrator.cli.common import console
     from orchestrator.cli.results_table import print_results
+    from orchestrator.results import analysis
+    from orchestrator.results import store as results
     df = results.load(analysis.sample_run()).head(1).copy()
     nothing = ["rps", "latency_p50_ms", "latency_p99_ms", "errors_connect", "errors_status", "server_cpu_pct",
                "server_peak_rss_mb", "server_peak_threads", "gc_time_ms"]

@@ -3,10 +3,10 @@ preset's claim that names no measured cell, or unknown evidence, is one clear er
 import pandas as pd
 import pytest
 
-from orchestrator.results import claims
 from orchestrator.config import presets
 from orchestrator.config.catalog import discover
 from orchestrator.errors import ManifestError
+from orchestrator.results import claims
 
 CLAIM = {"claim": "The 200 workers queue the sleeps.", "target": "spring-mvc:platform", "scenario": "sleep",
          "figure": "latency_mean_ms", "evidence": "asleep", "holds": ">= 190"}

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import PORTS, bench, bench_env
+
 from orchestrator.results import analysis, compare, judge
 
 

@@ -14,18 +14,17 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from rich.console import Console
 import pytest
-
-from orchestrator.targets.environment import Environment
-from orchestrator.config.plan import Settings
-from orchestrator.config.catalog import discover, resolve
-from orchestrator.infra.docker_engine import LABEL_OWNER, client
-from orchestrator.infra.procs import in_netns, spawn, stop_pid
-from orchestrator.config.topology import LOCAL, Topology
-from orchestrator.infra.network import Network
-
 from conftest import FIXTURES, PORTS, ROOT, bench, bench_env, wait_for
+from rich.console import Console
+
+from orchestrator.config.catalog import discover, resolve
+from orchestrator.config.plan import Settings
+from orchestrator.config.topology import LOCAL, Topology
+from orchestrator.infra.docker_engine import LABEL_OWNER, client
+from orchestrator.infra.network import Network
+from orchestrator.infra.procs import in_netns, spawn, stop_pid
+from orchestrator.targets.environment import Environment
 
 pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators, Docker
 
@@ -149,7 +148,8 @@ def test_targets_on_a_remote_engine_are_loaded_from_here(results_dir, remote_eng
     remote = docker.DockerClient(base_url=remote_engine)
     assert not remote.images.list()   # it gets its images from this machine's engine
     env = bench_env(DOCKER_HOST=remote_engine)
-    r = bench("run", "-f", "fixture:ok,fixture:exposed", "-s", "json,sleep", "-c", "8", "--warmup", "1s", "--warmup-max", "1s", "-d", "2s",
+    r = bench("run", "-f", "fixture:ok,fixture:exposed", "-s", "json,sleep", "-c", "8", "--warmup", "1s",
+              "--warmup-max", "1s", "-d", "2s",
               "--jfr", "--results-dir", str(results_dir), *DOCKER, *PORTS, env=env)
     assert r.returncode == 1, r.stdout + r.stderr   # the exposed target fails its check
     run = next(results_dir.iterdir())

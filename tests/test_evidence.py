@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-
 from conftest import VERTX_LOAD, bench
 
 pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators

@@ -10,10 +10,9 @@ import socket
 import pandas as pd
 import psutil
 import pytest
+from conftest import PORTS, bench, owned, owned_by, start_bench, wait_for
 
 from orchestrator.results import store as results
-
-from conftest import PORTS, bench, owned, owned_by, start_bench, wait_for
 
 pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
 
@@ -145,6 +144,7 @@ def test_every_listener_of_a_run_is_on_loopback(results_dir):
 
 def test_credentials_never_reach_the_run_folder(results_dir):
     import json
+
     from orchestrator.infra.backends import STATE_FILE
     up = bench("infra", "up", "--redis-port", "29379", "--db-port", "29306")
     assert up.returncode == 0, up.stdout + up.stderr

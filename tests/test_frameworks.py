@@ -12,10 +12,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from conftest import PORTS, ROOT, bench
 
 from orchestrator.config.catalog import discover
-
-from conftest import PORTS, ROOT, bench
 
 CATALOG = discover(ROOT / "frameworks")
 CONNECTIONS = 1000   # the studies load targets with 500 to 2,000 connections

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from conftest import PORTS, bench
+
 from orchestrator.report import why as jfr_report
 from orchestrator.results import store as results
 

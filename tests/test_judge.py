@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from orchestrator.results import analysis, compare, judge, store as results
+from orchestrator.results import analysis, compare, judge
+from orchestrator.results import store as results
 
 TRIALS = 400
 REPEATS = (2, 3, 5)
@@ -133,6 +134,7 @@ def test_a_floor_widens_a_cell_of_two_repeats_and_never_narrows_it():
 
 def test_bench_run_tells_what_the_plan_s_repeats_can_judge_before_it_measures(tmp_path):
     from conftest import FIXTURES
+
     from orchestrator.cli.run_command import judge_notice
     from orchestrator.config import profiles
     from orchestrator.config.catalog import discover

@@ -18,15 +18,13 @@ from pathlib import Path
 
 import psutil
 import pytest
+from conftest import ROOT
 
 from orchestrator import drivers
-from orchestrator.measure.checks import cell_flags
-from orchestrator.drivers.base import LoadResult, LoadSpec
-from orchestrator.drivers.locust import free_port, split
-from orchestrator.drivers.base import Ramp
 from orchestrator.config.scenarios import Scenario
-
-from conftest import ROOT
+from orchestrator.drivers.base import LoadResult, LoadSpec, Ramp
+from orchestrator.drivers.locust import free_port, split
+from orchestrator.measure.checks import cell_flags
 
 SCENARIO = Scenario("stall", "GET", "/", 200, "text/plain")
 

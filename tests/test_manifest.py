@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import pytest
+from conftest import bench
 
 from orchestrator.config.catalog import discover, load_manifest, select
 from orchestrator.errors import ManifestError, UsageError
-
-from conftest import bench
 
 VALID = '''
 name = "demo"

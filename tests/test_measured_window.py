@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from conftest import FIXTURES, bench, start_bench
+
 from orchestrator import drivers
+from orchestrator.config.scenarios import Scenario
 from orchestrator.drivers.base import LoadSpec
 from orchestrator.targets.jdk import find_jdk
-from orchestrator.config.scenarios import Scenario
 
 pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
 
@@ -104,7 +104,8 @@ def redis_benchmark_on_cpu0(port: int, data: Path):
 
 def test_a_busy_loadgen_cpu_flags_the_cell_and_files_are_kept_per_target(results_dir, tmp_path):
     # ports of its own: other tests' runs may hold the shared ones
-    args = ["run", "--port", "29580", "--redis-port", "29579", "--db-port", "29506", "-f", "fixture:ok", "-s", "sleep", "-c", "8", "-d", "2s", "--warmup", "1s",
+    args = ["run", "--port", "29580", "--redis-port", "29579", "--db-port", "29506", "-f", "fixture:ok", "-s", "sleep",
+            "-c", "8", "-d", "2s", "--warmup", "1s",
             "--warmup-max", "1s", "--results-dir", str(results_dir)]
     quiet = bench(*args)
     assert quiet.returncode == 0, quiet.stdout + quiet.stderr

@@ -6,10 +6,11 @@ import math
 
 import pandas as pd
 import pytest
-
 from conftest import PORTS, bench
+
 from orchestrator.infra.hostinfo import host_info
-from orchestrator.results import analysis, judge, noise, store as results
+from orchestrator.results import analysis, judge, noise
+from orchestrator.results import store as results
 
 HOST = {"hostname": "vm", "cpu_model": "AMD EPYC", "cores": 2}
 

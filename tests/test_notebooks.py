@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import nbformat
 import pytest
+from conftest import ROOT
 from nbclient import NotebookClient
 
-from conftest import ROOT
 from orchestrator.results import analysis
 
 pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators, a Jupyter kernel

@@ -7,14 +7,13 @@ from dataclasses import replace
 
 import pandas as pd
 import pytest
+from conftest import bench, bench_env
 
-from orchestrator.report import parity_table, sections
-from orchestrator.targets import parity
 from orchestrator.config.catalog import discover, select
 from orchestrator.config.parity_fields import PARITY_FIELDS
 from orchestrator.config.plan import Settings, pool_env
-
-from conftest import bench, bench_env
+from orchestrator.report import parity_table, sections
+from orchestrator.targets import parity
 
 DUMP = '''"main" #1 [1234] prio=5 os_prio=0 cpu=1.00ms elapsed=1.00s tid=0x1 nid=1 waiting on condition
 "http-nio-29080-exec-1" #40 [1300] daemon prio=5

@@ -10,10 +10,9 @@ import time
 import pandas as pd
 import psutil
 import pytest
+from conftest import FIXTURES, PORTS, ROOT, bench, owned_by
 
 from orchestrator.results import store as results
-
-from conftest import FIXTURES, PORTS, ROOT, bench, owned_by
 
 
 @pytest.mark.slow
@@ -25,7 +24,8 @@ def test_verify_passes_and_fails_with_clear_reasons():
     assert "[1/4] fixture:ok: ok (" in out and "[2/4] fixture:wrong-primes: FAILED (" in out   # each as it comes
     # the contract's one parameter rule: a sign is not ASCII digits, whatever Integer.parseInt accepts
     assert "fixture:lenient-params: verification failed: sleep: GET /sleep?ms=%2B5 gave 200, expected 400" in out
-    assert 'fixture:wrong-primes: verification failed: cpu: body {"n": 20000, "primes": 2263}, expected {"n": 20000, "primes": 2262}' in out
+    assert ('fixture:wrong-primes: verification failed: cpu: body {"n": 20000, "primes": 2263}, '
+            'expected {"n": 20000, "primes": 2262}') in out
     assert "fixture:wrong-thread: verification failed: plaintext: served by thread 'VirtualThread" in out
     assert "does not match the variant's thread model" in out
 
@@ -132,7 +132,8 @@ BAD_INPUT = [
     (["run", "-f", "fixture", "--runtime", "vm"], {}, "unknown runtime 'vm'; valid: process, docker"),
     (["run", "-f", "fixture", "-p", "soak"], {}, "unknown profile 'soak' (neither a shipped profile nor a .toml "
                                                  "file); valid: burst, capacity, ramp, rate, throughput"),
-    (["run", "--preset", "fastest"], {}, "unknown preset 'fastest'; valid: capacity-at-slo, cpu-and-io-bursts, cpu-yield, far-database, gateway-vt-vs-webflux"),
+    (["run", "--preset", "fastest"], {},
+     "unknown preset 'fastest'; valid: capacity-at-slo, cpu-and-io-bursts, cpu-yield, far-database, gateway-vt-vs-webflux"),
     (["run", "-f", "fixture", "--quick"], {}, "--quick goes with --preset"),
     (["infra", "up", "--runtime", "docker", "--redis-port", "29379", "--db-port", "29306"],
      {"DOCKER_HOST": "tcp://198.18.255.254:2375"}, "names another machine's engine (198.18.255.254)"),
@@ -162,6 +163,7 @@ BAD_INPUT = [
 
 def test_bad_input_is_one_line_and_exit_2(results_dir):
     from concurrent.futures import ThreadPoolExecutor
+
     from conftest import bench_env
 
     def refused(case):

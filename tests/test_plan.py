@@ -9,21 +9,21 @@ from dataclasses import fields
 
 import pyarrow.parquet as pq
 import pytest
+from conftest import FIXTURES
 from rich.console import Console
 
-from conftest import FIXTURES
 from orchestrator.config import profiles
-from orchestrator.measure import rows
 from orchestrator.config.catalog import discover, resolve
-from orchestrator.measure.console import ConsoleView
+from orchestrator.config.plan import Plan, Settings
 from orchestrator.drivers.base import LoadResult
 from orchestrator.errors import UsageError
+from orchestrator.measure import rows
+from orchestrator.measure.console import ConsoleView
 from orchestrator.measure.events import Events
-from orchestrator.config.plan import Plan, Settings
-from orchestrator.results.store import MEASUREMENTS, RunStore
 from orchestrator.measure.runner import Run
 from orchestrator.measure.sampling import ServerSample
 from orchestrator.results.schema import CELL_KEY, COLUMNS, LATENCY_STATS, latency_column
+from orchestrator.results.store import MEASUREMENTS, RunStore
 
 
 @pytest.fixture

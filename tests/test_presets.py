@@ -5,12 +5,12 @@ import json
 import subprocess
 
 import pytest
-
 from conftest import PORTS, ROOT, bench
-from orchestrator.measure import calibrate, ceilings
+
 from orchestrator.config import presets
-from orchestrator.results import store as results
 from orchestrator.config.catalog import discover
+from orchestrator.measure import calibrate, ceilings
+from orchestrator.results import store as results
 
 pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
 

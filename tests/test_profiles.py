@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import PORTS, bench
-from orchestrator.results import claims, store as results
+
 from orchestrator.config import kinds, presets, profiles
 from orchestrator.config.catalog import discover
 from orchestrator.drivers import drivers_by_kind
 from orchestrator.errors import ManifestError, UsageError
+from orchestrator.results import claims
+from orchestrator.results import store as results
 
 
 def test_every_shipped_profile_loads():
@@ -143,9 +144,10 @@ def test_h2load_says_when_it_cannot_read_a_status_line(tmp_path):
     """Debian's h2load counts a response whose status line has no reason phrase (Tomcat's) as failed."""
     import socket
     import threading
+
+    from orchestrator.config.scenarios import SCENARIOS
     from orchestrator.drivers import get
     from orchestrator.drivers.base import DriverFailed, LoadSpec
-    from orchestrator.config.scenarios import SCENARIOS
     server = socket.create_server(("127.0.0.1", 0))
 
     def serve():
@@ -247,6 +249,7 @@ def test_a_missing_load_generator_says_how_to_install_it(results_dir, tmp_path, 
     import subprocess
     import sys
     import sysconfig
+
     from conftest import ROOT, bench_env
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

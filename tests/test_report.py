@@ -10,11 +10,12 @@ import subprocess
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import bench
-from orchestrator.results import analysis, judge, noise, store as results
+
 from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.report import run_report, sections, tables
+from orchestrator.results import analysis, judge, noise
+from orchestrator.results import store as results
 
 # Everything that would reach the network or a profile is off: the report must work alone.
 CHROMIUM = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -94,8 +95,8 @@ def lead(*frames, metric: str = "rps", noise=None) -> pd.Series:
 
 def test_a_fifty_percent_lead_with_tight_repeats_is_crowned():
     fast, slow = cells("fast", [15_000, 15_100, 14_950]), cells("slow", [10_000, 10_050, 9_980])
-    for noise in (None, FLOOR_11):
-        r = lead(fast, slow, noise=noise)
+    for floor in (None, FLOOR_11):
+        r = lead(fast, slow, noise=floor)
         assert (r["verdict"], r["best"], r["runner_up"]) == ("crowned", "fast", "slow")
         assert r["ci_low_pct"] > 0 and r["ci_low_pct"] < r["diff_pct"] < r["ci_high_pct"]
     text = tables.winners_matrix(analysis.summary(pd.concat([fast, slow])), metrics=["rps"]).iloc[0, -1]
@@ -105,8 +106,8 @@ def test_a_fifty_percent_lead_with_tight_repeats_is_crowned():
 def test_an_eight_percent_lead_in_eleven_percent_noise_is_within_noise_with_its_half_width():
     a = cells("a", [10_800 * f for f in (0.88, 1.0, 1.12)])
     b = cells("b", [10_000 * f for f in (0.89, 1.0, 1.11)])
-    for noise in (None, FLOOR_11):
-        r = lead(a, b, noise=noise)
+    for floor in (None, FLOOR_11):
+        r = lead(a, b, noise=floor)
         half = (r["ci_high_pct"] - r["ci_low_pct"]) / 2
         assert r["diff_pct"] == pytest.approx(8)
         assert r["verdict"] == "within noise" and r["tie"] and r["ci_low_pct"] < 0 < r["ci_high_pct"]

@@ -6,8 +6,8 @@ import warnings
 
 import pandas as pd
 import pytest
-
 from conftest import ROOT
+
 from orchestrator.results import store as results
 
 
@@ -86,8 +86,9 @@ def test_no_column_is_a_pandas_attribute():
     """`df.check_flags` must reach the column: a column named like a DataFrame attribute (`flags`, `size`,
     `T`...) is shadowed by it when read as an attribute."""
     import pandas as pd
-    from orchestrator.results.schema import COLUMNS, TIMESERIES_TYPES
+
     from orchestrator.results.analysis import summary
+    from orchestrator.results.schema import COLUMNS, TIMESERIES_TYPES
     names = set(COLUMNS) | {n for n, _ in TIMESERIES_TYPES} | set(summary(results.load(ROOT / "results" / "sample")).columns)
     assert not sorted(n for n in names if n in dir(pd.DataFrame))
 

@@ -13,17 +13,17 @@ from pathlib import Path
 
 import psutil
 import pytest
-
 from conftest import PORTS, ROOT, bench, owned, start_bench, wait_for
-from orchestrator.results import store as results
+
 from orchestrator.config.catalog import discover, resolve
-from orchestrator.report.network import describe
 from orchestrator.config.plan import Plan, Settings
 from orchestrator.config.profiles import load as load_profile
-from orchestrator.targets.runtimes.process import ProcessServer
-from orchestrator.measure.sampling import settle
 from orchestrator.config.topology import Link, Shape, Topology, load, parse
 from orchestrator.infra.network import Network, wire_line
+from orchestrator.measure.sampling import settle
+from orchestrator.report.network import describe
+from orchestrator.results import store as results
+from orchestrator.targets.runtimes.process import ProcessServer
 
 
 def network_traces(owner: int) -> list[str]:
@@ -226,6 +226,7 @@ def test_workers_on_a_host_of_their_own_need_a_ramp_with_workers():
 
 def test_the_report_reads_levels_against_the_pool_bound_and_names_only_real_overtakes():
     import pandas as pd
+
     from orchestrator.report import network as network_report
     near, far = "app-db rtt 0 ms", "app-db rtt 20 ms"
     meta = {"plan": {"settings": {"db_pool_size": 16, "topology": None}}}

@@ -7,16 +7,15 @@ import numpy as np
 import pytest
 
 from orchestrator.config import options
-from orchestrator.measure.checks import cell_flags, littles_law_holds, littles_law_ratio
-from orchestrator.drivers.base import LoadResult
+from orchestrator.config.scenarios import SCENARIOS, same_json
 from orchestrator.drivers import k6
+from orchestrator.drivers.base import LoadResult
 from orchestrator.drivers.k6 import burst_figures
 from orchestrator.drivers.wrk import lua_string, parse_summary
 from orchestrator.errors import UsageError
+from orchestrator.measure.checks import cell_flags, littles_law_holds, littles_law_ratio
 from orchestrator.measure.evidence import Evidence
 from orchestrator.targets.jvm import cpu_count
-from orchestrator.config.scenarios import SCENARIOS
-from orchestrator.config.scenarios import same_json
 
 WRK_DOC = {"requests": 123456, "duration_us": 10_000_000, "bytes": 9_876_543, "connect": 0, "read": 2,
            "write": 0, "timeout": 1, "status": 5, "min": 80, "max": 45_000, "mean": 2_070.5, "stdev": 900.25,
@@ -139,7 +138,8 @@ def test_durations(value, seconds):
     lambda: options.duration("ten", "--duration"), lambda: options.positive_ints("0", "-c"),
     lambda: options.positive_ints("64,x", "-c"), lambda: options.positive_ints("-5", "-c"),
     lambda: options.cpu_list("7", "--server-cpus"), lambda: options.cpu_list("1-0", "--server-cpus"),
-    lambda: options.cpu_list("a", "--server-cpus"), lambda: options.heap("512"), lambda: options.port(80, "--port"), lambda: options.port(40000, "--port"),
+    lambda: options.cpu_list("a", "--server-cpus"), lambda: options.heap("512"), lambda: options.port(80, "--port"),
+    lambda: options.port(40000, "--port"),
 ])
 def test_bad_values_are_usage_errors(call):
     with pytest.raises(UsageError):
@@ -257,8 +257,8 @@ def test_the_whole_load_s_backend_work_is_counted_exactly_not_interpolated_acros
 
 
 def test_the_seed_file_seeds_the_rows_the_scenarios_expect():
-    from orchestrator.infra.backends import seed_statements
     from orchestrator.config.scenarios import SEED_ROWS
+    from orchestrator.infra.backends import seed_statements
     statements = seed_statements()
     assert statements[0] == "CREATE DATABASE IF NOT EXISTS bench"
     assert any(f"FROM seq_1_to_{SEED_ROWS}" in st for st in statements)
@@ -268,6 +268,7 @@ def test_the_seed_file_seeds_the_rows_the_scenarios_expect():
 def test_the_accept_queue_is_the_connections_the_server_has_not_taken():
     import os
     import socket
+
     from orchestrator.measure.evidence import accept_queue
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -293,7 +294,11 @@ def test_nearest_rank_percentiles_land_on_their_rank_when_n_is_a_multiple_of_100
 
 
 def test_a_busy_process_is_named_but_not_one_the_run_started_itself():
-    import os, signal, subprocess, sys
+    import os
+    import signal
+    import subprocess
+    import sys
+
     from orchestrator.measure.checks import BusyProcesses
     spin = f"{sys.executable} -c 'while True: pass'"
     # not a child of this process (the shell that started it is gone): somebody else's busy process

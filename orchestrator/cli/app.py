@@ -9,8 +9,7 @@ import sys
 import typer
 from rich.console import Console
 
-from orchestrator.cli import (catalog_commands, infra_commands, noise_command, report_commands, run_command,
-                              target_commands)
+from orchestrator.cli import catalog_commands, infra_commands, noise_command, report_commands, run_command, target_commands
 from orchestrator.errors import BenchError
 from orchestrator.infra import interrupts
 

@@ -12,12 +12,21 @@ from rich import box
 from rich.table import Table
 
 from orchestrator import RESULTS_DIR
-from orchestrator.cli.common import (console, DbPortOpt, LoadgenCpus, OfflineOpt, RedisPortOpt, RuntimeOpt, ServerCpus,
-                                     parse_settings)
+from orchestrator.cli.common import (
+    DbPortOpt,
+    LoadgenCpus,
+    OfflineOpt,
+    RedisPortOpt,
+    RuntimeOpt,
+    ServerCpus,
+    console,
+    parse_settings,
+)
 from orchestrator.config import options
 from orchestrator.drivers import locust_worker
 from orchestrator.errors import UsageError
-from orchestrator.infra import backends as infra_mod, interrupts
+from orchestrator.infra import backends as infra_mod
+from orchestrator.infra import interrupts
 from orchestrator.infra.cleanup import clean_leftovers
 from orchestrator.infra.docker_engine import remote_address
 from orchestrator.measure import calibrate

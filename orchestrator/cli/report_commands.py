@@ -15,7 +15,8 @@ from orchestrator import RESULTS_DIR
 from orchestrator.cli.common import console
 from orchestrator.cli.results_table import print_results
 from orchestrator.errors import UsageError
-from orchestrator.report import network as network_report, run_report
+from orchestrator.report import network as network_report
+from orchestrator.report import run_report
 from orchestrator.results import compare, judge, noise
 from orchestrator.results import store as results
 from orchestrator.results.analysis import fmt, level_column

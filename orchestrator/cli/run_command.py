@@ -11,9 +11,23 @@ import typer
 from rich.markup import escape
 
 from orchestrator import RESULTS_DIR
-from orchestrator.cli.common import (console, DbPoolOpt, DbPortOpt, FrameworkOpt, HeapOpt, LoadgenCpus, MemoryOpt,
-                                     OfflineOpt, PortOpt, RedisPoolOpt, RedisPortOpt, RuntimeOpt, ServerCpus,
-                                     StartTimeoutOpt, VariantOpt)
+from orchestrator.cli.common import (
+    DbPoolOpt,
+    DbPortOpt,
+    FrameworkOpt,
+    HeapOpt,
+    LoadgenCpus,
+    MemoryOpt,
+    OfflineOpt,
+    PortOpt,
+    RedisPoolOpt,
+    RedisPortOpt,
+    RuntimeOpt,
+    ServerCpus,
+    StartTimeoutOpt,
+    VariantOpt,
+    console,
+)
 from orchestrator.cli.results_table import print_results
 from orchestrator.cli.run_options import RunOptions
 from orchestrator.config.catalog import discover, resolve

@@ -18,17 +18,34 @@ from rich.padding import Padding
 from rich.table import Table
 
 from orchestrator import RESULTS_DIR
-from orchestrator.cli.common import (console, DbPoolOpt, DbPortOpt, FrameworkOpt, HeapOpt, LoadgenCpus, MemoryOpt,
-                                     OfflineOpt, PortOpt, RedisPoolOpt, RedisPortOpt, RuntimeOpt, ServerCpus,
-                                     StartTimeoutOpt, VariantOpt, parse_settings, select_targets)
+from orchestrator.cli.common import (
+    DbPoolOpt,
+    DbPortOpt,
+    FrameworkOpt,
+    HeapOpt,
+    LoadgenCpus,
+    MemoryOpt,
+    OfflineOpt,
+    PortOpt,
+    RedisPoolOpt,
+    RedisPortOpt,
+    RuntimeOpt,
+    ServerCpus,
+    StartTimeoutOpt,
+    VariantOpt,
+    console,
+    parse_settings,
+    select_targets,
+)
 from orchestrator.config import options
 from orchestrator.config.catalog import discover
 from orchestrator.config.plan import Settings, pool_env
 from orchestrator.errors import UsageError
-from orchestrator.infra import backends as infra_mod, interrupts
+from orchestrator.infra import backends as infra_mod
+from orchestrator.infra import interrupts
 from orchestrator.infra.procs import ensure_port_free
-from orchestrator.results import store as results
 from orchestrator.report import parity_table
+from orchestrator.results import store as results
 from orchestrator.targets import parity, smoke
 from orchestrator.targets.environment import Environment
 from orchestrator.targets.jvm import cpu_count, parse_cpus

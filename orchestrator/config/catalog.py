@@ -8,8 +8,8 @@ from pathlib import Path
 from orchestrator import FRAMEWORKS_DIR
 from orchestrator.config.documents import Document
 from orchestrator.config.parity_fields import PARITY_FIELDS
-from orchestrator.errors import UsageError
 from orchestrator.config.scenarios import MANIFEST_SCENARIOS
+from orchestrator.errors import UsageError
 
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 PLACEHOLDERS = {"{java}", "{jvm_opts}", "{artifact}"}
@@ -133,7 +133,8 @@ def load_manifest(path: Path) -> Framework:
     variants = {n: _variant(vf, n, scenarios) for n in vf.table}
     defaults = [v.name for v in variants.values() if v.default]
     if len(defaults) != 1:
-        vf.fail("*.default", f"exactly one variant must have default = true (found {len(defaults)}: {', '.join(defaults) or 'none'})")
+        vf.fail("*.default", f"exactly one variant must have default = true "
+                             f"(found {len(defaults)}: {', '.join(defaults) or 'none'})")
     return Framework(
         name=name, path=path.parent.resolve(), description=f.get("description", str),
         language=f.get("language", str), server=f.get("server", str), health_path=health,

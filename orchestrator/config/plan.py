@@ -7,10 +7,10 @@ import random
 from dataclasses import asdict, dataclass, field, fields
 
 from orchestrator.config.catalog import Target, resolve
-from orchestrator.errors import BenchError
 from orchestrator.config.profiles import Profile
 from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.config.topology import Topology
+from orchestrator.errors import BenchError
 
 
 @dataclass

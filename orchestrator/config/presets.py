@@ -13,11 +13,11 @@ from pathlib import Path
 
 from orchestrator.config import options, profiles, topology
 from orchestrator.config.catalog import Framework, resolve
-from orchestrator.results.claims import RECORDED, check
 from orchestrator.config.documents import Document
-from orchestrator.errors import UsageError
 from orchestrator.config.profiles import Profile
 from orchestrator.config.scenarios import SCENARIOS
+from orchestrator.errors import UsageError
+from orchestrator.results.claims import RECORDED, check
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
 

@@ -6,8 +6,19 @@ any third-party library is installed, and the interface's module needs psutil.
 """
 from __future__ import annotations
 
-from orchestrator.drivers.registry import (DriverInfo, Tool, debian_packages, drivers_by_kind, get, info, names,
-                                           processes, register, tools, unregister)
+from orchestrator.drivers.registry import (
+                                           DriverInfo,
+                                           Tool,
+                                           debian_packages,
+                                           drivers_by_kind,
+                                           get,
+                                           info,
+                                           names,
+                                           processes,
+                                           register,
+                                           tools,
+                                           unregister,
+)
 
 __all__ = ["DriverInfo", "Tool", "debian_packages", "drivers_by_kind", "get", "info", "names", "processes",
            "register", "tools", "unregister"]

@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 from orchestrator import lazy
-from orchestrator.targets.jvm import cpu_count
-from orchestrator.infra.procs import log_tail
 from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generator
+from orchestrator.infra.procs import log_tail
+from orchestrator.targets.jvm import cpu_count
 
 np = lazy.module("numpy")
 

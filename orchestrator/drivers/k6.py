@@ -22,9 +22,9 @@ from pathlib import Path
 
 import psutil
 
+from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generator
 from orchestrator.infra.procs import log_tail
 from orchestrator.results.schema import PERCENTILES
-from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generator
 
 TREND_STATS = ["min", "avg", "max", "count", *(f"p({p})" for p in PERCENTILES.values())]
 

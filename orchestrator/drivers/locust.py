@@ -17,10 +17,10 @@ import socket
 from collections import defaultdict
 from pathlib import Path
 
-from orchestrator.targets.jvm import cpu_count
+from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generators
 from orchestrator.infra.procs import log_tail
 from orchestrator.results.schema import LOADGEN_SATURATED
-from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generators
+from orchestrator.targets.jvm import cpu_count
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 

@@ -20,10 +20,10 @@ from pathlib import Path
 import psutil
 
 from orchestrator import REPO_ROOT, STATE_DIR
+from orchestrator.config.scenarios import REDIS_SEED, SEED_ROWS
 from orchestrator.errors import BenchError
 from orchestrator.infra.docker_engine import LABEL_OWNER, USER_ID, client, run_container
 from orchestrator.infra.procs import ensure_port_free, listening_beyond, log_tail, require_tool, spawn, stop_pid
-from orchestrator.config.scenarios import REDIS_SEED, SEED_ROWS
 from orchestrator.infra.tools import build_of, compiled
 
 APT_LINE = "apt-get install -y redis-server mariadb-server"

@@ -12,8 +12,8 @@ import os
 import socket
 import urllib.parse
 
-from orchestrator.infra import round_trip
 from orchestrator.errors import MissingTool, UsageError
+from orchestrator.infra import round_trip
 
 HOW = ("install it with `apt-get install -y docker.io` and start it with "
        "`dockerd --iptables=false --bridge=none &` (or point DOCKER_HOST at an engine)")
@@ -79,7 +79,8 @@ def describe_remote() -> dict | None:
     return {"docker_host": os.environ["DOCKER_HOST"], "address": address, "this_machine": address_toward(address),
             "name": info.get("Name"), "cpus": info.get("NCPU"), "memory_gb": round(info.get("MemTotal", 0) / 2**30, 1),
             "kernel": info.get("KernelVersion"), "os": info.get("OperatingSystem"),
-            "engine_version": info.get("ServerVersion"), "rtt_ms": round_trip.probe(address, engine_port(), what="the remote engine")["median_ms"]}
+            "engine_version": info.get("ServerVersion"),
+            "rtt_ms": round_trip.probe(address, engine_port(), what="the remote engine")["median_ms"]}
 
 
 @functools.lru_cache(maxsize=1)

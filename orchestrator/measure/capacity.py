@@ -19,9 +19,9 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from orchestrator.config.scenarios import Scenario
 from orchestrator.drivers.base import LoadResult
 from orchestrator.errors import UsageError
-from orchestrator.config.scenarios import Scenario
 from orchestrator.results.schema import PERCENTILES, percentile_label
 
 CLOSE = 0.10          # a latency within 10 % of the bound is a close verdict: probed again

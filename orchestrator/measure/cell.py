@@ -3,26 +3,26 @@ WarmedUpCell: each load is driven while the server and the backends are sampled,
 to still answer, and the windows become rows (rows.py) with their flags (checks.py, evidence.py)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from collections.abc import Callable
 
 from orchestrator import drivers
+from orchestrator.config.plan import Plan
+from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.drivers.base import LoadResult, LoadSpec
+from orchestrator.errors import TargetFailed
+from orchestrator.infra.httpclient import request
+from orchestrator.infra.procs import server_failure
 from orchestrator.measure import rows as rows_mod
 from orchestrator.measure.ceilings import ceilings, cell_ceiling
 from orchestrator.measure.checks import cell_flags
-from orchestrator.targets.environment import Environment, Started
-from orchestrator.errors import TargetFailed
 from orchestrator.measure.evidence import Probe, off_contract
 from orchestrator.measure.flight_recorder import CellRecorder
-from orchestrator.infra.httpclient import request
-from orchestrator.targets.jvm import cpu_count
-from orchestrator.config.plan import Plan
-from orchestrator.infra.procs import server_failure
 from orchestrator.measure.sampling import Sampler, ServerSample
-from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.measure.warmup import WarmUp, warm_up
+from orchestrator.targets.environment import Environment, Started
+from orchestrator.targets.jvm import cpu_count
 
 PROBE_TIMEOUT_S = 10.0
 

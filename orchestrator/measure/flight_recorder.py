@@ -23,10 +23,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from orchestrator import STATE_DIR
-from orchestrator.infra import procs
-from orchestrator.measure import thread_dumps
 from orchestrator.errors import BenchError
+from orchestrator.infra import procs
 from orchestrator.infra.tools import compiled
+from orchestrator.measure import thread_dumps
 
 SOURCE = Path(__file__).with_name("jfr") / "JfrEvidence.java"
 CONVERTER = "tools.profiler:jfr-converter:4.5"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import datetime as dt
 
 from orchestrator.config.catalog import Target
-from orchestrator.measure.checks import littles_law_ratio
-from orchestrator.drivers.base import LoadResult
 from orchestrator.config.plan import Plan
+from orchestrator.drivers.base import LoadResult
+from orchestrator.measure.checks import littles_law_ratio
 from orchestrator.measure.sampling import ServerSample
 from orchestrator.results.schema import LATENCY_STATS, MiB, latency_column
 

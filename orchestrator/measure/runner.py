@@ -7,42 +7,39 @@ run started.
 """
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import functools
 import itertools
 import os
-import signal
 import sys
 from pathlib import Path
 
 from rich.console import Console
 
+from orchestrator import RESULTS_DIR, drivers
+from orchestrator.config.catalog import Framework, Target, resolve
+from orchestrator.config.plan import Cell, Plan, pool_env
+from orchestrator.config.scenarios import SCENARIOS
+from orchestrator.drivers.base import DriverFailed
+from orchestrator.errors import TargetFailed
 from orchestrator.infra import backends as infra_mod
 from orchestrator.infra import interrupts
-from orchestrator import RESULTS_DIR
-from orchestrator import drivers
-from orchestrator.drivers.base import DriverFailed
-from orchestrator.targets import parity
+from orchestrator.infra.docker_engine import describe_remote
+from orchestrator.infra.hostinfo import git_commit, host_info, tool_versions
+from orchestrator.infra.procs import log_tail
 from orchestrator.measure import rows as rows_mod
 from orchestrator.measure.calibrate import ensure_open_ceiling
 from orchestrator.measure.ceilings import ceilings
-from orchestrator.measure.flight_recorder import COST
-from orchestrator.config.catalog import Framework, Target, resolve
 from orchestrator.measure.cell import measure_cell
 from orchestrator.measure.checks import BusyProcesses
 from orchestrator.measure.console import ConsoleView
-from orchestrator.targets.environment import Environment, Started
-from orchestrator.errors import TargetFailed
 from orchestrator.measure.events import Events
+from orchestrator.measure.flight_recorder import COST
 from orchestrator.measure.sampling import settle
-from orchestrator.infra.docker_engine import describe_remote
-from orchestrator.infra.hostinfo import git_commit, host_info, tool_versions
-from orchestrator.targets.jvm import parse_cpus
-from orchestrator.config.plan import Cell, Plan, pool_env
-from orchestrator.config.scenarios import SCENARIOS
-from orchestrator.infra.procs import log_tail
 from orchestrator.results.store import RunStore, new_run_id
+from orchestrator.targets import parity
+from orchestrator.targets.environment import Environment, Started
+from orchestrator.targets.jvm import parse_cpus
 
 
 def execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | None = None,

@@ -28,8 +28,8 @@ from statistics import median
 from orchestrator import drivers
 from orchestrator.drivers.base import LoadResult, LoadSpec
 from orchestrator.measure.checks import littles_law_holds
-from orchestrator.targets.runtimes import Server
 from orchestrator.results.schema import CLIMB, JIT_QUIET, STEADY_WINDOWS
+from orchestrator.targets.runtimes import Server
 
 
 @dataclass(frozen=True)

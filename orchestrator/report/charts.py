@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-
 from orchestrator import lazy
 from orchestrator.report.labels import cells_at, metric_title, target_label
 from orchestrator.results import analysis

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import itertools
 
-from orchestrator.results import judge
 from orchestrator import lazy
-from orchestrator.results.analysis import SEPARATOR, fmt
 from orchestrator.config.topology import LOCAL, Topology
+from orchestrator.results import judge
+from orchestrator.results.analysis import SEPARATOR, fmt
 
 pd = lazy.module("pandas")
 

@@ -6,13 +6,11 @@ A block is (kind, content): "h2", "h3", "p" and "facts" hold text, "warn" a list
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import base64
 import html
 import io
 from dataclasses import dataclass
-
+from typing import TYPE_CHECKING
 
 from orchestrator import lazy
 from orchestrator.report.why import Link

@@ -10,9 +10,11 @@ from pathlib import Path
 
 from orchestrator import RESULTS_DIR
 from orchestrator.errors import UsageError
-from orchestrator.report import network as network_report, sections
+from orchestrator.report import network as network_report
+from orchestrator.report import sections
 from orchestrator.report.render import to_html, to_markdown
-from orchestrator.results import analysis, noise, store as results
+from orchestrator.results import analysis, noise
+from orchestrator.results import store as results
 
 
 def build(run: str | Path | None = None, root: Path = RESULTS_DIR, x: str | None = None) -> tuple[Path, Path]:

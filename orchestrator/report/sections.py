@@ -9,19 +9,27 @@ it ran under, and a section whose data it lacks is left out.
 """
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
-import re
-
-
 from orchestrator import lazy
-from orchestrator.report import capacity as capacity_report, network as network_report, parity_table
-from orchestrator.report.charts import (latency_chart, resources_chart, startup_chart, sweep_chart, target_colors,
-                                        throughput_chart, timeseries_chart)
+from orchestrator.report import capacity as capacity_report
+from orchestrator.report import network as network_report
+from orchestrator.report import parity_table
+from orchestrator.report.charts import (
+    latency_chart,
+    resources_chart,
+    startup_chart,
+    sweep_chart,
+    target_colors,
+    throughput_chart,
+    timeseries_chart,
+)
 from orchestrator.report.render import Chart, png
 from orchestrator.report.tables import comparison_table, evidence_table, not_crowned, winners_matrix
 from orchestrator.report.why import WHY_TEXT, why_table
-from orchestrator.results import analysis, claims, judge, noise as noise_mod
+from orchestrator.results import analysis, claims, judge
+from orchestrator.results import noise as noise_mod
 from orchestrator.results.analysis import SEPARATOR, fmt
 from orchestrator.results.schema import NEAR_CEILING, percentile_label
 

@@ -83,7 +83,8 @@ def evidence_table(df: pd.DataFrame, scenario: str, x: str = "concurrency") -> p
         return None
     table = ran.groupby(["target", x], sort=True)[cols].median().reset_index()
     for c in cols:
-        table[c] = table[c].map(lambda v: "" if pd.isna(v) else f"{v:.2f}" if c.endswith("_request") else f"{v:,.0f}")
+        spec = ".2f" if c.endswith("_request") else ",.0f"
+        table[c] = table[c].map(lambda v, spec=spec: "" if pd.isna(v) else format(v, spec))
     return table.rename(columns=EVIDENCE)
 
 

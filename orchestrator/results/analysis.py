@@ -21,11 +21,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator import RESULTS_DIR
+from orchestrator import RESULTS_DIR, lazy
 from orchestrator.results import judge
-from orchestrator import lazy
-from orchestrator.results.store import MEASUREMENTS, RUN_JSON
 from orchestrator.results.schema import PERCENTILES, latency_column, percentile_label
+from orchestrator.results.store import MEASUREMENTS, RUN_JSON
 
 np = lazy.module("numpy")
 pd = lazy.module("pandas")

@@ -23,8 +23,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from orchestrator.results import judge
 from orchestrator import lazy
+from orchestrator.results import judge
 from orchestrator.results.analysis import METRICS, tidy
 
 np = lazy.module("numpy")

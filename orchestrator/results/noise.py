@@ -21,10 +21,12 @@ import datetime as dt
 import json
 import math
 from pathlib import Path
+
 from orchestrator import RESULTS_DIR
-from orchestrator.results import analysis, store as results
-from orchestrator.results.store import MACHINE_KEYS, machine_key
+from orchestrator.results import analysis
+from orchestrator.results import store as results
 from orchestrator.results.judge import Floor
+from orchestrator.results.store import MACHINE_KEYS, machine_key
 
 FLOOR_FILE = "noise-floor.json"
 QUOTED = {"rps": "rps", "latency_p50_ms": "p50", "latency_p99_ms": "p99"}

@@ -12,16 +12,15 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from pathlib import Path
 from functools import cache
+from pathlib import Path
 from typing import Iterable
 
-from orchestrator import RESULTS_DIR
-from orchestrator import lazy
+from orchestrator import RESULTS_DIR, lazy
 from orchestrator.errors import UsageError
+
 # The columns are schema.py's; results.COLUMNS stays, for notebooks that read it beside load().
-from orchestrator.results.schema import (  # noqa: F401
-    CELL_KEY, COLUMNS, RENAMED, ROW_TYPES, TIMESERIES_KEY, TIMESERIES_TYPES)
+from orchestrator.results.schema import CELL_KEY, COLUMNS, RENAMED, ROW_TYPES, TIMESERIES_KEY, TIMESERIES_TYPES
 
 pd = lazy.module("pandas")
 pa = lazy.module("pyarrow")

@@ -11,9 +11,9 @@ import psutil
 
 from orchestrator.config.catalog import Framework
 from orchestrator.errors import TargetFailed
+from orchestrator.infra.procs import log_tail
 from orchestrator.targets.jdk import Jdk
 from orchestrator.targets.parity import VERSIONS_FILE, versions_command
-from orchestrator.infra.procs import log_tail
 
 IGNORED_DIRS = {"target", "build", ".gradle", ".idea", "node_modules", "__pycache__"}
 # The build tool's own JVM (Maven, and kotlinc inside it with the daemon off) lives for seconds: C2
@@ -90,7 +90,8 @@ def build(fw: Framework, jdk: Jdk, log_path: Path, force: bool = False) -> tuple
             rc = subprocess.run(list(fw.build_command), cwd=fw.path, env=env, stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=subprocess.STDOUT).returncode
     except FileNotFoundError as e:
-        raise TargetFailed(f"build of {fw.name} failed: {e.filename} not found (install it, e.g. `apt-get install maven`)") from None
+        raise TargetFailed(f"build of {fw.name} failed: {e.filename} not found "
+                           f"(install it, e.g. `apt-get install maven`)") from None
     finally:
         for pid in _kotlin_daemons() - daemons_before:
             psutil.Process(pid).kill()

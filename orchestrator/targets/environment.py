@@ -15,23 +15,23 @@ from pathlib import Path
 from rich.console import Console
 
 from orchestrator import RESULTS_DIR
-from orchestrator.infra import backends as infra_mod
-from orchestrator.targets import images, runtimes
-from orchestrator.targets.build import build
 from orchestrator.config.catalog import Framework, Target, discover, resolve
-from orchestrator.errors import BenchError, TargetFailed, UsageError
-from orchestrator.infra.httpclient import request
-from orchestrator.targets.jdk import Jdk, find_jdk
-from orchestrator.targets.jvm import jvm_options
 from orchestrator.config.plan import Settings, pool_env
+from orchestrator.config.topology import LOCAL, Topology
+from orchestrator.errors import BenchError, TargetFailed, UsageError
+from orchestrator.infra import backends as infra_mod
 from orchestrator.infra.cleanup import stale_data_dirs
 from orchestrator.infra.docker_engine import address_toward, ship
+from orchestrator.infra.httpclient import request
 from orchestrator.infra.network import Network, stale_namespaces
 from orchestrator.infra.procs import ensure_port_free, server_failure
-from orchestrator.targets.runtimes import LaunchSpec, Runtime, Server
-from orchestrator.results.schema import MiB
-from orchestrator.config.topology import LOCAL, Topology
 from orchestrator.measure.sampling import settle
+from orchestrator.results.schema import MiB
+from orchestrator.targets import images, runtimes
+from orchestrator.targets.build import build
+from orchestrator.targets.jdk import Jdk, find_jdk
+from orchestrator.targets.jvm import jvm_options
+from orchestrator.targets.runtimes import LaunchSpec, Runtime, Server
 from orchestrator.targets.verify import Verification, verify
 
 
@@ -174,7 +174,7 @@ class Environment:
         log = lambda msg: self.console.print(msg)  # noqa: E731
         bases = images.bases(self.jdk, self.settings.offline, log)
         self.infra_images = {"redis": bases.redis, "mariadb": bases.mariadb}
-        for name, artifact in self.artifacts.items():
+        for name in self.artifacts:
             try:
                 self.runtime.images[name] = images.framework_image(self.catalog[name], bases.jre, log)
             except BenchError as e:
@@ -183,7 +183,7 @@ class Environment:
 
     def ship_images(self) -> None:
         """The images built here, onto the remote engine that lacks them (no registry between)."""
-        for name, tag in self.runtime.images.items():
+        for tag in self.runtime.images.values():
             with self.console.status(f"shipping {tag} to the engine at {self.runtime.host}"):
                 t0 = time.monotonic()
                 if ship(tag):

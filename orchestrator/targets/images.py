@@ -25,11 +25,11 @@ from pathlib import Path
 
 from orchestrator import REPO_ROOT
 from orchestrator.config.catalog import Framework, Target
-from orchestrator.infra.docker_engine import builder, client
 from orchestrator.errors import BenchError, MissingTool
+from orchestrator.infra.docker_engine import builder, client
+from orchestrator.infra.procs import require_tool
 from orchestrator.targets.jdk import Jdk
 from orchestrator.targets.jvm import command_line
-from orchestrator.infra.procs import require_tool
 
 COMPOSE = REPO_ROOT / "compose"
 TARGET_DOCKERFILE = COMPOSE / "target.Dockerfile"

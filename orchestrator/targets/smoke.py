@@ -28,12 +28,12 @@ from typing import Iterator
 
 from orchestrator import drivers
 from orchestrator.config.catalog import Target
-from orchestrator.drivers.base import DriverFailed, LoadResult, LoadSpec
-from orchestrator.targets.environment import Environment, Started, wait_ready
-from orchestrator.errors import TargetFailed
-from orchestrator.targets.jvm import parse_cpus
-from orchestrator.infra.procs import server_failure
 from orchestrator.config.scenarios import SCENARIOS
+from orchestrator.drivers.base import DriverFailed, LoadResult, LoadSpec
+from orchestrator.errors import TargetFailed
+from orchestrator.infra.procs import server_failure
+from orchestrator.targets.environment import Environment, Started, wait_ready
+from orchestrator.targets.jvm import parse_cpus
 from orchestrator.targets.verify import Verification, verify
 
 # Each request is answered within this long or fails the target (the slowest burst here, 1,000

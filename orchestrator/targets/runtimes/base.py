@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator.config.catalog import Target
-from orchestrator.targets.jvm import JvmCounters, read_counters
 from orchestrator.infra.procs import listening_beyond
+from orchestrator.targets.jvm import JvmCounters, read_counters
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ class Runtime(abc.ABC):
         """Start the target; readiness is polled by the caller. `java` is the host JDK's launcher
         (a container uses its image's own)."""
 
-    def check(self) -> None:
+    def check(self) -> None:  # noqa: B027 (a runtime that needs nothing checks nothing)
         """MissingTool with the way out when what this runtime needs is absent."""
 
     def cleanup_leftovers(self) -> list[str]:

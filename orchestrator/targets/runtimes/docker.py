@@ -23,8 +23,8 @@ import psutil
 
 from orchestrator.infra.cleanup import remove_orphans
 from orchestrator.infra.docker_engine import LABEL_OWNER, LABEL_RUN, USER, client, remote_address, run_container
-from orchestrator.targets.jvm import JvmCounters, command_line, counters_of
 from orchestrator.infra.procs import beyond, scheduled_in, table_listeners
+from orchestrator.targets.jvm import JvmCounters, command_line, counters_of
 from orchestrator.targets.runtimes.base import LaunchSpec, Runtime, Server, Usage
 
 APP_DIR = "/app"

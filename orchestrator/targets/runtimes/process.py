@@ -6,8 +6,8 @@ import os
 
 import psutil
 
-from orchestrator.targets.jvm import command_line, parse_cpus
 from orchestrator.infra.procs import scheduled_in, spawn, stop
+from orchestrator.targets.jvm import command_line, parse_cpus
 from orchestrator.targets.runtimes.base import LaunchSpec, Runtime, Server, Usage
 
 
