@@ -6,12 +6,13 @@ import pandas as pd
 import pytest
 from conftest import PORTS, bench
 
+from orchestrator.config.objective import Objective, parse_slo
 from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.drivers.base import LoadResult
 from orchestrator.errors import UsageError
 from orchestrator.infra.hostinfo import host_info
 from orchestrator.measure import ceilings, checks
-from orchestrator.measure.capacity import FAIL, LIMIT, PASS, Objective, Search, Verdict, judge, parse_slo, vus_for
+from orchestrator.measure.capacity import FAIL, LIMIT, PASS, Search, Verdict, judge, vus_for
 from orchestrator.report import capacity as capacity_report
 from orchestrator.results import store as results
 

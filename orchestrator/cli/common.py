@@ -13,10 +13,10 @@ from rich.console import Console
 from orchestrator.config import options, profiles
 from orchestrator.config import topology as topology_mod
 from orchestrator.config.catalog import discover, select
+from orchestrator.config.objective import parse_slo
 from orchestrator.config.plan import Settings
 from orchestrator.errors import UsageError
 from orchestrator.infra.docker_engine import remote_address
-from orchestrator.measure import capacity
 from orchestrator.targets.runtimes import RUNTIMES
 
 # A terminal's own width. Piped output (CI logs, files) gets lines long enough for a result line
@@ -106,7 +106,7 @@ def override_profile(prof: profiles.Profile, concurrency, rate, requests, worker
         concurrency=tuple(options.positive_ints(concurrency, "--concurrency", profiles.MAX_CONNECTIONS))
         if concurrency else None,
         rates=tuple(options.positive_ints(rate, "--rate", 1_000_000)) if rate else None,
-        requests=requests, workers=workers, repeat=repeat, slo=capacity.parse_slo(slo) if slo else None,
+        requests=requests, workers=workers, repeat=repeat, slo=parse_slo(slo) if slo else None,
         warmup_s=options.duration(warmup, "--warmup", allow_zero=True) if warmup else None,
         warmup_max_s=options.duration(warmup_max, "--warmup-max") if warmup_max else None,
         duration_s=options.duration(duration, "--duration") if duration else None)

@@ -43,7 +43,7 @@ class Profile:
     warmup_concurrency: int | None = None   # wrk connections while warming up; None: the cell's own load
     repeat: int = 1
     ramp: Ramp | None = None
-    # capacity: the objective (capacity.Objective), where the search starts (also the common rate at
+    # capacity: the objective (config/objective.py), where the search starts (also the common rate at
     # which every target's efficiency is compared), when it stops, and how many probes it may spend
     slo_percentile: str = "p99"
     slo_ms: float = 50.0

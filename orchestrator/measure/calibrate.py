@@ -29,6 +29,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from orchestrator.config import options
+from orchestrator.config.objective import Objective
 from orchestrator.config.scenarios import HELLO, Scenario, parse_list
 from orchestrator.drivers import drivers_by_kind, get, info, names
 from orchestrator.drivers.base import DriverFailed, LoadSpec, Ramp
@@ -37,7 +38,7 @@ from orchestrator.infra import nginx, procs
 from orchestrator.infra.backends import OWNER_FILE
 from orchestrator.infra.hostinfo import host_info, tool_version
 from orchestrator.infra.interrupts import quiet_sigterm
-from orchestrator.measure.capacity import Objective, Search, judge, vus_for
+from orchestrator.measure.capacity import Search, judge, vus_for
 from orchestrator.measure.ceilings import ceilings, store
 from orchestrator.measure.checks import busy_processes
 from orchestrator.measure.sampling import settle

@@ -16,51 +16,25 @@ rate as its lower bound and no upper bound.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 
+from orchestrator.config.objective import Objective
 from orchestrator.config.scenarios import Scenario
 from orchestrator.drivers.base import LoadResult
-from orchestrator.errors import UsageError
-from orchestrator.results.schema import PERCENTILES, percentile_label
+from orchestrator.results.schema import percentile_label
 
 CLOSE = 0.10          # a latency within 10 % of the bound is a close verdict: probed again
 RATE_MET = 0.97       # of the offered rate: an open model that achieves less fell behind
 MIN_VUS = 50
 
 
-def vus_for(rate: float, objective: "Objective", scenario: Scenario, most: int) -> int:
+def vus_for(rate: float, objective: Objective, scenario: Scenario, most: int) -> int:
     """k6 VUs for a probe: the requests in flight at the objective by Little's law (rate x bound), so
     that a target within its objective never runs out of them, and no more. Idle VUs are not free:
     each holds a connection, and at 6,000 req/s of Spring MVC json, 2,000 VUs read p99 73-75 ms where
     600 read 4-17 ms (the server's p50 0.25 ms, its CPU 30 %)."""
     return max(MIN_VUS, min(most, math.ceil(rate * objective.bound_for(scenario) / 1000)))
 PASS, FAIL, LIMIT = "pass", "fail", "generator-limit"
-
-
-@dataclass(frozen=True)
-class Objective:
-    """The service-level objective of a capacity search."""
-    percentile: str = "p99"      # a key of schema.PERCENTILES
-    bound_ms: float = 50.0       # over the scenario's own wait (a sleep scenario's sleep)
-    error_budget: float = 0.001  # failed and dropped arrivals, as a share of those offered
-
-    def bound_for(self, scenario: Scenario) -> float:
-        return self.bound_ms + scenario.wait_ms
-
-    def describe(self, scenario: Scenario) -> str:
-        return (f"{percentile_label(self.percentile)} <= {self.bound_for(scenario):g} ms, "
-                f"errors <= {100 * self.error_budget:g} %")
-
-
-def parse_slo(text: str) -> tuple[str, float]:
-    """'p99=50ms' -> ('p99', 50.0): the percentile and its bound over the scenario's own wait."""
-    m = re.fullmatch(r"\s*(p\d+(?:\.\d+)?)\s*=\s*(\d+(?:\.\d+)?)\s*ms\s*", text or "")
-    key = m and {percentile_label(k): k for k in PERCENTILES}.get(m.group(1))
-    if not key:
-        raise UsageError(f"--slo {text!r} is not PERCENTILE=BOUNDms with a percentile of "
-                         f"{', '.join(percentile_label(k) for k in PERCENTILES)} (e.g. p99=50ms)")
-    return key, float(m.group(2))
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,9 @@ measure/cell.py imports config, so kinds in measure/ would close a cycle. As wit
 file per kind with its config and its run loop), a kind's measure() holds its own loop, but drives its
 loads through the CellRun that measure/cell.py hands it (drive, window, flags, row, keep): the kinds
 import nothing that starts a process, and a new kind with a loop of its own touches no file of
-measure/. Their one import from measure/ is the capacity kind's search arithmetic (measure/capacity.py:
-Objective, Search, judge; pure, and it imports nothing of config's profiles, so no cycle). It means that
-importing the kinds loads that module, which reading results must not do and does not need: Objective
-and parse_slo, the description of an objective, belong in config/; that is the next seam to cut."""
+measure/. Their one import from measure/ is the capacity
+kind's search arithmetic (measure/capacity.py: Search, judge, vus_for; pure, importing nothing of
+config's profiles, so no cycle); the objective it searches against is config's (config/objective.py)."""
 from __future__ import annotations
 
 from orchestrator.config.kinds.base import Kind

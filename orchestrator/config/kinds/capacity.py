@@ -8,8 +8,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from orchestrator.config.kinds.base import CellRun, Kind, Rows
+from orchestrator.config.objective import Objective, parse_slo
 from orchestrator.errors import UsageError
-from orchestrator.measure.capacity import PASS, Objective, Search, judge, parse_slo, vus_for
+from orchestrator.measure.capacity import PASS, Search, judge, vus_for
 from orchestrator.results.schema import percentile_label
 
 
