@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 
 from orchestrator.drivers import debian_packages
+# k6 (the rate profile's generator) builds from the Go module proxy into .venv/bin: ~2.5 min once.
+from orchestrator.drivers.registry import K6_MODULE as K6
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
@@ -33,8 +35,6 @@ APT_DOCKER = {"dockerd": "docker.io", "debootstrap": "debootstrap"}
 # Only for the tests: the report test renders report.html in headless Chromium.
 APT_TEST = {"chromium": "chromium"}
 DOCKERD = ["dockerd", "--iptables=false", "--bridge=none"]
-# k6 (the rate profile's generator) builds from the Go module proxy into .venv/bin: ~2.5 min once.
-K6 = "go.k6.io/k6@v1.8.1"
 
 
 def apt() -> dict[str, str]:

@@ -42,6 +42,10 @@ class DriverInfo:
     processes: tuple[str, ...]    # its process names: one left running takes CPU from the next figures
 
 
+# k6 is built from the Go module proxy into .venv/bin by the installer (__main__._k6): the module and
+# version it builds, named once.
+K6_MODULE = "go.k6.io/k6@v1.8.1"
+
 # A kind's default driver is the first entry here that runs it. oha runs no profile kind: only `bench
 # calibrate` uses it, as one more generator whose ceiling is worth knowing.
 SHIPPED = (
@@ -50,7 +54,7 @@ SHIPPED = (
     DriverInfo("k6", "orchestrator.drivers.k6:K6Driver", ("throughput", "burst", "rate", "capacity"),
                # built from Go into .venv/bin by the installer (__main__._k6), in no Debian release we use
                (Tool("k6", ("version",), install="python3 -m orchestrator list` (it builds k6 into .venv/bin) "
-                                                 "or `go install go.k6.io/k6@v1.8.1"),), ("k6",)),
+                                                 f"or `go install {K6_MODULE}"),), ("k6",)),
     DriverInfo("h2load", "orchestrator.drivers.h2load:H2loadDriver", ("burst",),
                (Tool("h2load", ("--version",), debian="nghttp2-client"),), ("h2load",)),
     DriverInfo("locust", "orchestrator.drivers.locust:LocustDriver", ("ramp",),
