@@ -18,8 +18,7 @@ import time
 from pathlib import Path
 
 from orchestrator.drivers import debian_packages
-# k6 (the rate profile's generator) builds from the Go module proxy into .venv/bin: ~2.5 min once.
-from orchestrator.drivers.registry import K6_MODULE as K6
+from orchestrator.drivers.registry import K6_MODULE as K6  # built from the Go module proxy: ~2.5 min once
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
