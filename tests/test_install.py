@@ -27,23 +27,25 @@ def test_an_installed_package_has_its_data_files_and_runs_from_a_checkout(tmp_pa
     shutil.copy(ROOT / "pyproject.toml", source)
     shutil.copytree(PACKAGE, source / "orchestrator", ignore=shutil.ignore_patterns("__pycache__"))
     env = tmp_path / "env"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
-    # The project's dependencies come from this environment, not PyPI: only the package is new.
+    subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
+    # The new environment's own pip: this environment's would first uninstall the editable install here.
+    subprocess.run([env / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
+                    str(source)], check=True, capture_output=True)
+    # The project's dependencies come from this environment, not PyPI (added once the package is in,
+    # so that pip never sees this environment's editable install).
     site = Path(subprocess.run([env / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                capture_output=True, text=True, check=True).stdout.strip())
     (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--prefix", str(env), str(source)],
-                   check=True, capture_output=True)
     installed = Path(subprocess.run([env / "bin" / "python", "-c", "import orchestrator; print(orchestrator.PACKAGE_DIR)"],
                                     cwd=tmp_path, capture_output=True, text=True, check=True).stdout.strip())
     assert installed.is_relative_to(env), installed
     assert data_files(installed) == data_files(PACKAGE)
     out = {}
     for command in ("list", "profiles", "presets"):
-        # the entry point pip wrote, run by the new environment's Python (its shebang names the installer's)
-        r = subprocess.run([env / "bin" / "python", env / "bin" / "bench", command], cwd=ROOT, capture_output=True,
+        r = subprocess.run([env / "bin" / "bench", command], cwd=ROOT, capture_output=True,
                            text=True, env={"PATH": "/usr/bin:/bin", "COLUMNS": "250"})
         assert r.returncode == 0, r.stdout + r.stderr
         out[command] = r.stdout
     assert "spring-mvc:virtual" in out["list"]
+    assert Path(sys.executable).with_name("bench").exists(), "installing elsewhere removed this environment's bench"
     assert "capacity" in out["profiles"] and "spring-concurrency-models" in out["presets"]
