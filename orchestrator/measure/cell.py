@@ -44,9 +44,9 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
     s, p = plan.settings, plan.profile
     out_dir = load_dir(environment, base["target"], base["repeat"])
     spec = LoadSpec(port=s.port, scenario=SCENARIOS[scenario], cpus=s.loadgen_cpus,
-                            timeout_s=s.request_timeout_s, out_dir=out_dir / "warmup",
-                            concurrency=p.warmup_connections(concurrency), duration_s=p.warmup_s,
-                            rate=p.warmup_rate(rate), **environment.load_placement())
+                    timeout_s=s.request_timeout_s, out_dir=out_dir / "warmup",
+                    concurrency=p.warmup_connections(concurrency), duration_s=p.warmup_s,
+                    rate=p.warmup_rate(rate), **environment.load_placement())
     warm = warm_up(p.warmup_s, p.warmup_max_s, spec, started.server)
     load = replace(spec, concurrency=concurrency, duration_s=p.duration_s, requests=p.requests, rate=rate,
                    ramp=p.ramp, out_dir=out_dir)
