@@ -6,7 +6,7 @@ The reports and the notebooks build on these; everything here takes and returns 
     df = results.load("sample")
     s = analysis.summary(df)                  # one row per (scenario, concurrency, target): median, min, max
     analysis.wide(df, "rps")                  # scenarios x targets, median rps
-    analysis.leaders(s, ["rps", "latency_p99_ms"], noise=noise.floors())
+    analysis.leaders(s, ["rps", "latency_p99_ms"], noise=noise.floors(results.load_meta("sample")["host"]))
 
 A cell is *crowned* only when it is clean (every repeat ran, status "ok", and none carries a flag), its
 lead over the runner-up is beyond the noise (judge.lead: a 95 % interval that excludes a tie), and no flagged or
@@ -267,7 +267,7 @@ def leaders(summ: pd.DataFrame, metrics: list[str], x: str = "concurrency",
     `diff_abs` is best - runner-up in the metric's unit and `diff_pct` the same in % of the runner-up:
     positive for throughput, negative for latency and resources. `ci_low_pct`..`ci_high_pct` is the
     95 % interval of the ratio of their geometric means - 1, in %. `noise` maps (scenario, metric) to
-    the machine's noise floor measured there (a judge.Floor, as `noise.floors()` gives them): it only
+    the machine's noise floor measured there (a judge.Floor, as `noise.floors(host)` gives them): it only
     widens a cell of fewer than judge.OWN_NOISE repeats, and a floor of another scenario or metric is
     never used. `mde_pct`: the smallest lead these repeats could have shown. `verdict`:
 
