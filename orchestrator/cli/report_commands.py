@@ -96,7 +96,7 @@ def compare_cmd(run_a: str = typer.Argument(..., help="The baseline run."),
     console.print(f"{len(cmp)} comparisons: {counts.get('broke', 0)} broke, {counts.get('worse', 0)} worse, "
                   f"{counts.get('better', 0)} better, "
                   f"{counts.get('~', 0)} within the noise (~), {counts.get('?', 0)} without a verdict (?). "
-                  f"Welch's t on the logarithms of the repeats (orchestrator/judge.py), p adjusted by "
+                  f"Welch's t on the logarithms of the repeats (orchestrator/results/judge.py), p adjusted by "
                   f"Holm-Bonferroni over the {int(cmp['p_value'].notna().sum())} comparisons with a p-value, "
                   f"family-wise alpha {alpha}; ± is the largest distance of a repeat from the median; MDE is "
                   f"the smallest change these repeats could detect (power 0.8, noise: {source}), needs the "

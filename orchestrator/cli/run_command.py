@@ -69,7 +69,7 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
             "presets, off otherwise)."),
         topology: Optional[str] = typer.Option(
             None, "--topology", help="Where the server and the data services run and the links between them: "
-            "a shipped name (orchestrator/topologies/) or a .toml file; default: everything on this machine's "
+            "a shipped name (orchestrator/config/topologies/) or a .toml file; default: everything on this machine's "
             "loopback. Needs root (it creates network namespaces)."),
         locust_master: Optional[str] = typer.Option(
             None, "--locust-master", help="ramp profile with --workers N and targets on a remote engine: the "

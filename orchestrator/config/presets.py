@@ -1,7 +1,7 @@
 """Presets: one command reruns a published comparison on this machine (`bench run --preset NAME`).
 
-A preset (orchestrator/presets/*.toml) names its targets with their scenarios, a load profile (as in
-orchestrator/profiles/), the settings the study used, how it was scaled to this machine, and what
+A preset (orchestrator/config/presets/*.toml) names its targets with their scenarios, a load profile (as in
+orchestrator/config/profiles/), the settings the study used, how it was scaled to this machine, and what
 `--quick` shortens so that CI can run it end to end. The quick form also measures fewer cells
 (quick_cover): each claim's cell, and every scenario of the preset at least once, on few targets.
 """

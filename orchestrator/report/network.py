@@ -147,5 +147,5 @@ def describe(meta: dict) -> str | None:
                  f"{topo.workers}" if n else "the load generator on this machine's own stack")
     return (f"Topology {topo.name}: {generator}, the server on host "
             f"{topo.server}, Redis and MariaDB on host {topo.data} (network namespaces joined by veth links; a "
-            f"link with a round trip is a delay wire, orchestrator/wire/). Links: " + "; ".join(links)
+            f"link with a round trip is a delay wire, orchestrator/infra/wire/). Links: " + "; ".join(links)
             + ". A probe is the median of 10 TCP connects answered by the far kernel's reset.")

@@ -153,7 +153,7 @@ def document(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
                          "place between levels (the JVM kept running). Median over the repeats [min-max]; the "
                          "last row is the round trip probed when each level began. A target overtakes another "
                          "when it is behind beyond the noise of the repeats at the first level and ahead beyond "
-                         "it at a later one, by the rule that crowns (orchestrator/judge.py).")]
+                         "it at a later one, by the rule that crowns (orchestrator/results/judge.py).")]
         for scenario in sorted(set(df.loc[df["network"].notna(), "scenario"])):
             t = network_report.table(df, scenario, order)
             if t is not None:
@@ -175,7 +175,7 @@ def document(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
                      "self-check flag), and how far it leads the runner-up. ↑ higher is better, ↓ lower is "
                      "better; figures are medians over repeats. A target is crowned only when the 95% "
                      "interval of its lead (Welch's t on the logarithms of the repeats, each a fresh JVM; "
-                     "orchestrator/judge.py) excludes a tie; otherwise the lead is within noise, ± the "
+                     "orchestrator/results/judge.py) excludes a tie; otherwise the lead is within noise, ± the "
                      "interval's half-width, with the repeats a side a lead that large needs. MDE is the "
                      "smallest lead these repeats could have detected (power 0.8): within noise is no proof "
                      "of equality, and more repeats lower it. A level where a flagged or partly failed cell "
@@ -192,7 +192,7 @@ def document(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
         blocks += [("h2", "The study's claims, re-tested"),
                    ("p", "Each claim of the study this preset reruns, its figure as measured here, and the "
                          "evidence recorded in the same cells that tests the study's explanation (medians over "
-                         "the repeats; the condition is the preset's, in orchestrator/presets/)."),
+                         "the repeats; the condition is the preset's, in orchestrator/config/presets/)."),
                    *(("p", text) for text in claims.sentences(raw, told, x))]
     blocks += parity_blocks(meta)
 

@@ -4,7 +4,7 @@
  * end of the link is a TUN device in its namespace, and this process moves every IP packet from
  * one device to the other after the link's one-way delay (half the round trip), with optional
  * jitter (uniform, never reordering), loss and a rate limit. topology.py builds it from
- * orchestrator/wire/ with the system's C compiler and starts one per shaped link.
+ * orchestrator/infra/wire/ with the system's C compiler and starts one per shaped link.
  *
  *   delay_wire NETNS_A TUN_A NETNS_B TUN_B SHAPE_FILE
  *
