@@ -51,6 +51,10 @@ K6_MODULE = "go.k6.io/k6@v1.8.1"
 SHIPPED = (
     DriverInfo("wrk", "orchestrator.drivers.wrk:WrkDriver", ("throughput",),
                (Tool("wrk", ("--version",), debian="wrk"),), ("wrk",)),
+    # pacer is this project's own (drivers/pacer/pacer.c), compiled with cc on first use: its tool is
+    # the compiler, its version the commit's
+    DriverInfo("pacer", "orchestrator.drivers.pacer:PacerDriver", ("rate", "capacity"),
+               (Tool("cc", ("--version",), debian="gcc"),), ("pacer",)),
     DriverInfo("k6", "orchestrator.drivers.k6:K6Driver", ("throughput", "burst", "rate", "capacity"),
                # built from Go into .venv/bin by the installer (__main__._k6), in no Debian release we use
                (Tool("k6", ("version",), install="python3 -m orchestrator list` (it builds k6 into .venv/bin) "

@@ -38,7 +38,7 @@ from orchestrator.infra import nginx, procs
 from orchestrator.infra.backends import OWNER_FILE
 from orchestrator.infra.hostinfo import host_info, tool_version
 from orchestrator.infra.interrupts import quiet_sigterm
-from orchestrator.measure.capacity import Search, judge, vus_for
+from orchestrator.measure.capacity import FAIL, LIMIT, Search, Verdict, judge, vus_for
 from orchestrator.measure.ceilings import ceilings, store
 from orchestrator.measure.checks import busy_processes
 from orchestrator.measure.sampling import settle
@@ -122,6 +122,8 @@ def open_model(name: str, servers: list[psutil.Process], port: int, loadgen_cpus
         r = gen.run(spec)
         server_pct = 100 * (nginx.cpu_s(servers) - before) / r.duration_s / len(servers)
         verdict = judge(rate, r, [], OPEN, SCENARIO, None)
+        if verdict.state == LIMIT:   # against nginx every failure is the generator's: probed again as one
+            verdict = Verdict(FAIL, verdict.why)
         search.record(rate, verdict)
         probes.append({"rate": rate, "vus": vus, "rps": round(r.rps), "dropped": r.dropped,
                        "p50_ms": round(r.latency_p50, 2), "p99_ms": round(r.latency_p99, 2),
@@ -183,6 +185,13 @@ def bound(server_pct: float, generator_pct: float) -> str:
     return "generator" if generator_pct >= 100 * BUSY else "neither"
 
 
+def closed_loop(name: str) -> bool:
+    """Whether the generator runs a closed loop (a timed one, a burst or a ramp step), whose ceiling
+    `measure` finds; one that runs arrival rates only (pacer) has its open-model ceiling alone."""
+    kinds = info(name).kinds
+    return not kinds or bool({"throughput", "burst", "ramp"} & set(kinds))
+
+
 def _chosen(generators: str | None, say) -> list[str]:
     """The generators to calibrate: those named (each must be installed), else every installed one."""
     named = parse_list(generators, list(names()), "generator")
@@ -231,10 +240,11 @@ def command(server_cpus: str | None, loadgen_cpus: str | None, duration: str, ge
                          "measured_at": dt.datetime.now().astimezone().isoformat(timespec="seconds"), **common}
                 guess = max((e.get("ceiling_rps", 0) for e in entries.values()), default=0) or 10_000
                 try:
-                    entry.update(measure(name, servers, port, server_cpus, loadgen_cpus, duration_s, work, guess))
-                    console.print(f"{name}: {entry['ceiling_rps']:,} rps at {entry['concurrency']} connections "
-                                  f"(generator {entry['generator_cpu_pct']:.0f} % of its CPUs, nginx "
-                                  f"{entry['server_cpu_pct']:.0f} %), bound: {entry['bound']}")
+                    if closed_loop(name):
+                        entry.update(measure(name, servers, port, server_cpus, loadgen_cpus, duration_s, work, guess))
+                        console.print(f"{name}: {entry['ceiling_rps']:,} rps at {entry['concurrency']} connections "
+                                      f"(generator {entry['generator_cpu_pct']:.0f} % of its CPUs, nginx "
+                                      f"{entry['server_cpu_pct']:.0f} %), bound: {entry['bound']}")
                     if name in drivers_by_kind().get("capacity", ()):
                         entry.update(open_model(name, servers, port, loadgen_cpus, work, duration_s, console.print))
                         console.print(_open_line(name, entry))
@@ -254,6 +264,9 @@ def command(server_cpus: str | None, loadgen_cpus: str | None, duration: str, ge
     for name, e in entries.items():
         if "error" in e:
             table.add_row(name, escape(e["version"]), "", "", "", "", "[red]failed[/]", "")
+            continue
+        if "ceiling_rps" not in e:   # an open model only
+            table.add_row(name, escape(e["version"]), "", "", "", "", "", f"{e['open_ceiling_rps']:,}")
             continue
         table.add_row(name, escape(e["version"]), f"{e['ceiling_rps']:,}", str(e["concurrency"]),
                       f"{e['generator_cpu_pct']:.0f}", f"{e['server_cpu_pct']:.0f}",

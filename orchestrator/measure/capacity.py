@@ -1,7 +1,7 @@
 """Capacity at a latency objective: the highest arrival rate a target sustains with its objective met.
 
-Each probe is an open-model window (k6 constant-arrival-rate: arrivals on schedule whatever the
-server does, so no coordinated omission). A probe passes when the objective's percentile is within
+Each probe is an open-model window (pacer by default: arrivals on schedule whatever the server does,
+each latency from its intended send time, so no coordinated omission). A probe passes when the objective's percentile is within
 its bound, failed plus dropped arrivals are within the error budget, and the rate achieved is the
 rate offered. The search brackets (the first probe at the profile's common rate, then doubling
 until a probe fails, or halving until one passes) and then bisects until the interval
@@ -9,7 +9,8 @@ until a probe fails, or halving until one passes) and then bisects until the int
 is probed once more when it passed, and passes only if both probes pass.
 
 A probe the generator could not deliver (its CPUs saturated, a rate above what `bench calibrate`
-measured k6 to keep in an open model here, or arrivals dropped while the target answered fast) ends
+measured it to keep in an open model here, arrivals it sent late by its own lag (pacer), or arrivals
+k6 dropped while the target answered fast) ends
 the search: the capacity is then "above what this machine can offer", with the highest passing
 rate as its lower bound and no upper bound.
 """
@@ -29,9 +30,9 @@ MIN_VUS = 50
 
 
 def vus_for(rate: float, objective: Objective, scenario: Scenario, most: int) -> int:
-    """k6 VUs for a probe: the requests in flight at the objective by Little's law (rate x bound), so
-    that a target within its objective never runs out of them, and no more. Idle VUs are not free:
-    each holds a connection, and at 6,000 req/s of Spring MVC json, 2,000 VUs read p99 73-75 ms where
+    """Connections (k6: VUs) for a probe: the requests in flight at the objective by Little's law (rate
+    x bound), so that a target within its objective never runs out of them, and no more. Idle ones
+    are not free: each holds a connection (pacer opens them as arrivals need them, up to this), and at 6,000 req/s of Spring MVC json, 2,000 VUs read p99 73-75 ms where
     600 read 4-17 ms (the server's p50 0.25 ms, its CPU 30 %)."""
     return max(MIN_VUS, min(most, math.ceil(rate * objective.bound_for(scenario) / 1000)))
 PASS, FAIL, LIMIT = "pass", "fail", "generator-limit"
@@ -47,9 +48,10 @@ class Verdict:
 def judge(offered: float, r: LoadResult, flags: list[str], objective: Objective, scenario: Scenario,
           most: float | None, vus: int | None = None) -> Verdict:
     """Whether one probe at the offered rate met the objective, and if not, why. most: the highest
-    rate the generator can offer here (None: unknown); vus: the VUs k6 had.
+    rate the generator can offer here (None: unknown); vus: the VUs (connections) it had.
 
-    k6 drops an arrival only when every VU is busy, and at `offered` arrivals a second that takes a
+    pacer says itself when it fell behind its schedule (late_sends: arrivals sent late with a
+    connection idle). k6 drops an arrival only when every VU is busy, and at `offered` arrivals a second that takes a
     request in flight for at least vus / offered seconds. So when even the slowest answer of the
     window (its max, not its p99: a 0.3-s pause at 4,000 req/s holds 200 VUs and leaves p99 at
     3 ms) was too short to keep half the VUs waiting, the drops were the generator's; otherwise the
@@ -61,9 +63,13 @@ def judge(offered: float, r: LoadResult, flags: list[str], objective: Objective,
                               f"(bench calibrate)")
     arrivals = max(1.0, offered * r.duration_s)
     latency, bound = getattr(r, f"latency_{objective.percentile}"), objective.bound_for(scenario)
+    if r.late_sends and r.late_sends > objective.error_budget * arrivals:
+        return Verdict(LIMIT, f"the generator sent {r.late_sends:,} arrivals ({100 * r.late_sends / arrivals:.2g} %) late "
+                              f"with a connection idle (send lag p99 {r.send_lag_p99:,.1f} ms): it fell behind its "
+                              f"own schedule")
     if vus and r.dropped > objective.error_budget * arrivals and r.latency_max == r.latency_max \
             and offered * r.latency_max / 1000 < vus / 2:
-        return Verdict(LIMIT, f"k6 dropped {r.dropped:,} arrivals while its slowest response took "
+        return Verdict(LIMIT, f"the generator dropped {r.dropped:,} arrivals while its slowest response took "
                               f"{r.latency_max:,.1f} ms: at most {math.ceil(offered * r.latency_max / 1000)} of "
                               f"its {vus} VUs were ever waiting for the server, so the generator could not keep the rate")
     failed = r.errors + r.errors_status + r.dropped

@@ -43,6 +43,7 @@ def measured(base: dict, r: LoadResult, smp: ServerSample, flags: list[str]) -> 
         "bytes": r.bytes, "errors_connect": r.errors_connect, "errors_read": r.errors_read,
         "errors_write": r.errors_write, "errors_timeout": r.errors_timeout,
         "errors_status": r.errors_status, "dropped": r.dropped, "duration_s": r.duration_s,
+        "late_sends": r.late_sends, "send_lag_p99_ms": _or_none(r.send_lag_p99),
         **{latency_column(k): getattr(r, f"latency_{k}") for k in LATENCY_STATS},
         "server_cpu_s": smp.cpu_s,
         "server_cpu_pct": 100.0 * smp.cpu_s / smp.wall_s if smp.wall_s else None,

@@ -16,7 +16,7 @@ law in a closed loop) and the repeats show them. Little's law is kept per window
 it is not a condition here, because a server that makes connections wait by design (Tomcat's
 accept queue of 100 at 2,000 connections: rps x mean = 0.25 x connections) would never be steady.
 Every profile warms up this way: wrk at the cell's connections (a ramp: its first step's users),
-or, for an open-model rate, k6 at the cell's rate.
+or, for an open-model rate, the rate kind's default generator (pacer) at the cell's rate.
 """
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def warm_up(window_s: float, max_s: float, spec: LoadSpec, server: Server) -> Wa
     """Load in windows of window_s until steady (or max_s is spent), then pause for the quiet gap."""
     if window_s <= 0:
         return WarmUp(0.0, True, ())
-    driver = drivers.get("k6" if spec.rate else "wrk")
+    driver = drivers.get(drivers.drivers_by_kind()["rate"][0] if spec.rate else "wrk")
     spent, windows, last = 0.0, [], None
     closed = not spec.rate
     while True:

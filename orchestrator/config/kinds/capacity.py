@@ -55,7 +55,7 @@ class CapacityKind(Kind):
         return (f"the highest rate with {percentile_label(o.percentile)} <= {o.bound_ms:g} ms over the scenario's "
                 f"wait and errors <= {100 * o.error_budget:g} %, from {p.common_rate} req/s to within "
                 f"{100 * p.resolution:g} %, {p.duration_s:g} s probes (at most {p.max_probes}), at most "
-                f"{max(p.concurrency)} VUs")
+                f"{max(p.concurrency)} connections")
 
     def measure(self, cell: CellRun) -> Rows:
         """The search on the warmed-up target: a row per probe, in the order they ran (rate = offered,

@@ -1,5 +1,5 @@
-"""The rate kind: an open model at each fixed arrival rate (k6 constant-arrival-rate), one cell per
-concurrency (the VUs that carry the rate) and rate; its warm-up runs at the cell's own rate."""
+"""The rate kind: an open model at each fixed arrival rate (pacer), one cell per concurrency (the most
+connections that carry the rate) and rate; its warm-up runs at the cell's own rate."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -21,4 +21,4 @@ class RateKind(Kind):
         return [(c, float(r)) for c in p.concurrency for r in p.rates]
 
     def describe(self, p) -> str:
-        return f"{', '.join(map(str, p.rates))} req/s for {p.duration_s:g} s with at most {max(p.concurrency)} VUs"
+        return f"{', '.join(map(str, p.rates))} req/s for {p.duration_s:g} s with at most {max(p.concurrency)} connections"

@@ -1,0 +1,114 @@
+"""pacer (pacer/pacer.c, compiled with the system's C compiler on first use): the open model at a fixed
+arrival rate. Arrival i is due at i / rate seconds into the window whatever the server does; it
+goes out on an idle keep-alive connection, a new one when none is idle, and past the profile's
+concurrency (the most connections it may open) it waits for one. Its latency runs from its
+intended send time to the response's last byte, so a stall of the server or of pacer itself
+counts in full (no coordinated omission).
+
+Why a generator of our own: k6's open model kept 2,875-7,750 req/s on the one load CPU here, a
+tenth of what the targets serve (docs/load-generators.md has the candidates measured side by side).
+
+pacer writes one record per arrival; the latencies and the send lag are read from them with the
+same nearest-rank percentiles as every driver's. Two counts say whether the schedule was kept, and
+by whom: `late_sends` (arrivals pacer sent more than its tolerance after their time although a
+connection was idle: its own lag, a generator limit) and `dropped` (arrivals that waited longer than
+the timeout for a connection, all of them busy with the server: the server's).
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from orchestrator import lazy
+from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generator
+from orchestrator.infra.procs import log_tail, require_tool
+from orchestrator.infra.tools import compiled
+
+np = lazy.module("numpy")
+
+SOURCE = Path(__file__).resolve().parent / "pacer" / "pacer.c"
+# 24 bytes per arrival, as pacer.c writes them
+RECORD = [("intended_ns", "<u8"), ("latency_ns", "<u8"), ("lag_us", "<u4"), ("status", "<i4")]
+ERR_READ, ERR_TIMEOUT, ERR_DROPPED, ERR_WRITE = -2, -3, -4, -5
+TOLERANCE_US = 1000   # later than this after its time, with a connection idle, an arrival was sent late
+PRECONNECT = 64       # connections opened before the window (at most the concurrency)
+
+
+def build() -> Path:
+    """pacer's executable, compiled once per source (infra/tools.compiled)."""
+    cc = require_tool("cc", "apt-get install -y gcc")
+    return compiled("pacer", SOURCE, [cc, "-O2", "-Wall", "-o", "{out}", str(SOURCE)])
+
+
+def request_bytes(spec: LoadSpec) -> bytes:
+    """The request as pacer sends it, every time the same."""
+    s = spec.scenario
+    headers = {"Host": f"{spec.host}:{spec.port}", **s.headers}
+    if s.body is not None:
+        headers["Content-Length"] = str(len(s.body))
+    head = f"{s.method} {s.path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+    return head.encode() + (s.body or b"")
+
+
+def read_records(path: Path):
+    return np.fromfile(path, dtype=RECORD)
+
+
+def result_of(summary: dict, records, window_s: float) -> LoadResult:
+    """pacer's summary and records -> the window's LoadResult. Latencies are those of the requests
+    answered with a status below 400 (as k6's), in ms; requests counts every response."""
+    status = records["status"]
+    answered = status > 0
+    good = answered & (status < 400)
+    lag_ms = records["lag_us"][status != ERR_DROPPED] / 1000.0
+    result = LoadResult(
+        requests=int(answered.sum()), duration_s=window_s, bytes=int(summary["bytes"]),
+        errors_connect=int(summary["errors_connect"]), errors_read=int((status == ERR_READ).sum()),
+        errors_write=int((status == ERR_WRITE).sum()), errors_timeout=int((status == ERR_TIMEOUT).sum()),
+        errors_status=int((answered & (status >= 400)).sum()), dropped=int((status == ERR_DROPPED).sum()),
+        late_sends=int(summary["late"]),
+        send_lag_p99=float(np.percentile(lag_ms, 99, method="inverted_cdf")) if lag_ms.size else float("nan"),
+        started_at=float(summary["started_at"]), loadgen_cpu_s=float(summary["cpu_s"]))
+    for key, value in latency_fields(records["latency_ns"][good] / 1e6).items():
+        setattr(result, key, value)
+    return result
+
+
+class PacerDriver(Driver):
+    name = "pacer"
+
+    def executable(self) -> str:
+        return str(build())
+
+    def run(self, spec: LoadSpec) -> LoadResult:
+        if not spec.rate:
+            raise DriverFailed("pacer runs arrival rates only (profile kinds rate and capacity)")
+        pacer = self.executable()
+        req, records, summary, log = self.files(spec, "http", "records", "json", "log")
+        req.write_bytes(request_bytes(spec))
+        argv = [pacer, "--host", spec.host, "--port", str(spec.port), "--request", str(req),
+                "--rate", f"{spec.rate:g}", "--duration", f"{spec.duration_s:g}",
+                "--connections", str(spec.concurrency), "--timeout", f"{spec.timeout_s:g}",
+                "--preconnect", str(min(spec.concurrency, PRECONNECT)), "--tolerance-us", str(TOLERANCE_US),
+                "--records", str(records)]
+        started = time.time()
+        # its summary is its stdout: the log holds it, and its complaints
+        rc, wall_s, cpu_s = run_generator(argv, log, deadline_s=spec.duration_s + spec.timeout_s + 30, cpus=spec.cpus)
+        lines = log.read_text().splitlines() if log.exists() else []
+        if rc != 0 or not lines or not records.exists():
+            raise DriverFailed(f"pacer exited with {rc}: {log_tail(log, 5) or 'no output'}")
+        try:
+            doc = json.loads(lines[-1])
+        except ValueError as e:
+            raise DriverFailed(f"pacer wrote an unreadable summary ({e}): {log}") from None
+        summary.write_text(json.dumps(doc, indent=1) + "\n")
+        result = result_of(doc, read_records(records), spec.duration_s)
+        result.loadgen_cpu_s, result.loadgen_wall_s = cpu_s, wall_s
+        if not result.started_at == result.started_at:
+            result.started_at = started
+        if result.dropped or result.rps < 0.95 * spec.rate:
+            result.flags.append("rate-not-met")
+        if result.late_sends:
+            result.flags.append("generator-behind-schedule")
+        return result

@@ -1,0 +1,165 @@
+"""pacer, the open-model generator (orchestrator/drivers/pacer/pacer.c), against small servers of known
+behaviour in this process: how it reads each way HTTP/1.1 ends a response, what it counts as an
+error, and that a stalled server's queue counts in the latencies (no coordinated omission)."""
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from orchestrator.config.scenarios import Scenario
+from orchestrator.drivers import get
+from orchestrator.drivers.base import LoadSpec
+from orchestrator.drivers.pacer import read_records
+
+class Server:
+    """A thread per connection; `answer(n)` gives the n-th response's bytes (n counts every request
+    on every connection from 1), after `delay(n)` seconds; None closes the connection unanswered."""
+
+    def __init__(self, answer, delay=lambda n: 0.0):
+        self.answer, self.delay, self.count, self.requests, self.connections = answer, delay, 0, [], 0
+        self.lock = threading.Lock()
+        self.sock = socket.create_server(("127.0.0.1", 0), backlog=128)
+        self.port = self.sock.getsockname()[1]
+        self.sock.settimeout(0.2)
+        self.stopped = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.stopped:
+            try:
+                conn, _ = self.sock.accept()
+            except (TimeoutError, OSError):
+                continue
+            with self.lock:
+                self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        buf = b""
+        with conn:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    buf += chunk
+                head, _, buf = buf.partition(b"\r\n\r\n")
+                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                               if line.lower().startswith(b"content-length:")), 0)
+                while len(buf) < length:
+                    buf += conn.recv(65536)
+                body, buf = buf[:length], buf[length:]
+                with self.lock:
+                    self.count += 1
+                    n = self.count
+                    self.requests.append(head + b"\r\n\r\n" + body)
+                time.sleep(self.delay(n))
+                out = self.answer(n)
+                if out is None:
+                    return
+                conn.sendall(out)
+                if b"Connection: close" in out or b"HTTP/1.0" in out:
+                    return
+
+    def close(self):
+        self.stopped = True
+        self.sock.close()
+
+
+@pytest.fixture
+def serve():
+    servers = []
+
+    def start(answer, delay=lambda n: 0.0):
+        servers.append(Server(answer, delay))
+        return servers[-1]
+    yield start
+    for s in servers:
+        s.close()
+
+
+def pace(tmp_path, port, rate=200, duration_s=1.0, concurrency=16, scenario=None, timeout_s=5.0):
+    scenario = scenario or Scenario("t", "GET", "/t", 200, "text/plain")
+    spec = LoadSpec(port=port, scenario=scenario, concurrency=concurrency, duration_s=duration_s, cpus="0",
+                    timeout_s=timeout_s, out_dir=tmp_path, rate=rate)
+    return get("pacer").run(spec), read_records(tmp_path / f"pacer-{spec.stem}.records")
+
+
+def length(body=b"hello", status="200 OK", extra=""):
+    return f"HTTP/1.1 {status}\r\nContent-Length: {len(body)}\r\n{extra}\r\n".encode() + body
+
+
+def test_every_arrival_is_answered_on_schedule_over_kept_alive_connections(serve, tmp_path):
+    server = serve(lambda n: length())
+    r, rec = pace(tmp_path, server.port)
+    assert r.requests == len(rec) == 200 and r.rps == 200 and r.dropped == 0 and not r.errors, r
+    assert r.late_sends == 0 and "rate-not-met" not in r.flags, r
+    assert server.connections <= 16 and server.count == 200
+    # arrival i was due at i / rate, and that is where its latency starts
+    assert rec["intended_ns"][10] == 50_000_000 and rec["intended_ns"][-1] == 995_000_000
+    assert 0 < r.latency_p50 < 5 and r.bytes >= 200 * len(length())
+
+
+def test_chunked_and_until_close_bodies_and_server_closes_are_read_to_their_end(serve, tmp_path):
+    chunked = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+               b"5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: 1\r\n\r\n")
+    until_close = b"HTTP/1.0 200 OK\r\n\r\nhello until the connection closes"
+    answers = [chunked, length(extra="Connection: close\r\n"), until_close, length(b"")]
+    server = serve(lambda n: answers[n % 4])
+    r, rec = pace(tmp_path, server.port, rate=100)
+    assert r.requests == 100 and not r.errors and r.dropped == 0, r
+    assert set(rec["status"]) == {200}
+    # a closed connection is replaced: about one new one for each of the half that closed
+    assert 45 <= server.connections <= 70, server.connections
+
+
+def test_a_post_goes_out_byte_for_byte_and_error_answers_are_counted_apart(serve, tmp_path):
+    server = serve(lambda n: length(status="503 Service Unavailable") if n % 10 == 0 else length())
+    post = Scenario("w", "POST", "/items", 201, "application/json", body=b'{"a":1}',
+                    headers={"Content-Type": "application/json"})
+    r, rec = pace(tmp_path, server.port, rate=100, scenario=post)
+    first = server.requests[0]
+    assert first.startswith(f"POST /items HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n".encode())
+    assert first.endswith(b'\r\n\r\n{"a":1}')
+    assert b"Content-Length: 7\r\n" in first and b"Content-Type: application/json\r\n" in first
+    assert r.errors_status == 10 and r.requests == 100, r
+    # the latencies are those of the 90 answered with a status below 400
+    assert (rec["status"] == 503).sum() == 10
+
+
+def test_a_connection_closed_unanswered_and_a_server_too_slow_are_errors_not_latencies(serve, tmp_path):
+    server = serve(lambda n: None if n % 20 == 0 else length(), delay=lambda n: 3.0 if n % 20 == 10 else 0.0)
+    r, rec = pace(tmp_path, server.port, rate=100, timeout_s=1.0)
+    assert r.errors_read == 5 and r.errors_timeout == 5, r
+    assert r.latency_max < 1000, r
+    assert r.requests == 90 and len(rec) == 100
+
+
+def test_a_stalled_server_queues_arrivals_and_their_wait_counts_in_full(serve, tmp_path):
+    """One connection at 100/s; every 10th request takes 50 ms. The arrivals due during the stall wait
+    for the connection and are then answered at once: measured from their intended send times they
+    took about 40, 30, 20 and 10 ms. So the mean is about (50 + 40 + 30 + 20 + 10) / 10 = 15 ms and
+    3 in 10 took at least 25 ms; a generator that timed from the send (coordinated omission) would
+    read a mean of 5 ms and 1 in 10."""
+    server = serve(lambda n: length(), delay=lambda n: 0.05 if n % 10 == 0 else 0.0)
+    r, rec = pace(tmp_path, server.port, rate=100, duration_s=2.0, concurrency=1)
+    lat_ms = rec["latency_ns"] / 1e6
+    assert r.requests == 200 and r.dropped == 0, r
+    assert 12 <= r.latency_mean <= 20, r
+    assert 0.2 <= (lat_ms >= 25).mean() <= 0.4, sorted(lat_ms)[-70:]
+    # they waited for the one connection: the server's doing, not pacer's own lag
+    assert r.late_sends == 0 and r.send_lag_p99 >= 20, r
+
+
+def test_a_server_that_refuses_connections_gets_every_arrival_dropped_not_a_hang(tmp_path):
+    with socket.socket() as s:           # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r, rec = pace(tmp_path, port, rate=100, duration_s=0.5, timeout_s=0.5)
+    # refused connections are retried one at a time, 10 ms apart: the server is not hammered
+    assert r.requests == 0 and r.dropped == 50 and 10 <= r.errors_connect <= 110, r
+    assert "rate-not-met" in r.flags
+    assert r.loadgen_wall_s < 5, r
