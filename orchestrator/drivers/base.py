@@ -100,8 +100,9 @@ class LoadResult:
     co_corrected_mean: float = float("nan")
     co_corrected_p99: float = float("nan")
     dropped: int = 0          # open model: arrivals the generator could not send (all VUs busy)
-    # open model, pacer: arrivals it sent later than its tolerance although a connection was idle (its
-    # own lag: a generator limit), and the p99 of every arrival's send lag (ms); None/NaN: not known
+    # open model, pacer: arrivals it sent later than its tolerance although a connection was idle, and
+    # the p99 of those arrivals' send lag in ms (its own lag: a wait for a busy connection is the
+    # server's); None/NaN: not known
     late_sends: int | None = None
     send_lag_p99: float = float("nan")
     users_answered: int | None = None   # ramp: the users that got at least one response in the window

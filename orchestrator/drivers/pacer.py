@@ -28,8 +28,9 @@ from orchestrator.infra.tools import compiled
 np = lazy.module("numpy")
 
 SOURCE = Path(__file__).resolve().parent / "pacer" / "pacer.c"
-# 24 bytes per arrival, as pacer.c writes them
-RECORD = [("intended_ns", "<u8"), ("latency_ns", "<u8"), ("lag_us", "<u4"), ("status", "<i4")]
+# 24 bytes per arrival, as pacer.c writes them; flags WAITED: no connection was idle when it was due
+RECORD = [("intended_ns", "<u8"), ("latency_ns", "<u8"), ("lag_us", "<u4"), ("status", "<i2"), ("flags", "<u2")]
+WAITED = 1
 ERR_READ, ERR_TIMEOUT, ERR_DROPPED, ERR_WRITE = -2, -3, -4, -5
 TOLERANCE_US = 1000   # later than this after its time, with a connection idle, an arrival was sent late
 PRECONNECT = 64       # connections opened before the window (at most the concurrency)
@@ -61,7 +62,8 @@ def result_of(summary: dict, records, window_s: float) -> LoadResult:
     status = records["status"]
     answered = status > 0
     good = answered & (status < 400)
-    lag_ms = records["lag_us"][status != ERR_DROPPED] / 1000.0
+    # its own lag: of the arrivals that found a connection idle (a wait for a busy one is the server's)
+    lag_ms = records["lag_us"][(status != ERR_DROPPED) & (records["flags"] & WAITED == 0)] / 1000.0
     result = LoadResult(
         requests=int(answered.sum()), duration_s=window_s, bytes=int(summary["bytes"]),
         errors_connect=int(summary["errors_connect"]), errors_read=int((status == ERR_READ).sum()),

@@ -60,8 +60,8 @@ ROW_TYPES = [
     ("errors_connect", "int64"), ("errors_read", "int64"), ("errors_write", "int64"),
     ("errors_timeout", "int64"), ("errors_status", "int64"), ("dropped", "int64"),
     # open model (pacer): arrivals the generator sent more than its tolerance (1 ms) after their time
-    # although a connection was idle, its own lag; and the p99 of all arrivals' send lag, in ms (a lag
-    # while every connection was busy is the server's). Null for generators that do not say
+    # although a connection was idle, and the p99 of those arrivals' send lag in ms: its own lag (a wait
+    # while every connection was busy is the server's and is not in it). Null for generators that do not say
     ("late_sends", "int64"), ("send_lag_p99_ms", "float64"),
     *((latency_column(s), "float64") for s in LATENCY_STATS),
     # wrk only: its coordinated-omission-corrected mean and p99 (synthetic samples included); the

@@ -10,8 +10,9 @@
  * percentiles (one definition for every driver) and per-second series.
  *
  * Record (little-endian, 24 bytes): u64 intended_ns (from t0), u64 latency_ns (intended to the
- * response's last byte; 0 when none), u32 lag_us (intended to the request's first write), i32
- * status (HTTP status; ERR_* below when there was no response).
+ * response's last byte; 0 when none), u32 lag_us (intended to the request's first write), i16
+ * status (HTTP status; ERR_* below when there was no response), u16 flags (WAITED: when it was due,
+ * no connection was idle, so its lag is the server's, not pacer's).
  *
  * usage: pacer --host 127.0.0.1 --port 8080 --request FILE --rate R --duration S --connections C
  *              --timeout S --records FILE [--preconnect N] [--tolerance-us U]
@@ -40,7 +41,8 @@ enum { C_CLOSED, C_CONNECTING, C_IDLE, C_BUSY };
 enum { P_HEAD, P_BODY, P_CHUNK_SIZE, P_CHUNK_EXT, P_CHUNK_DATA, P_CHUNK_CRLF, P_TRAILER, P_UNTIL_CLOSE };
 #define HEAD_MAX 8192
 
-struct record { uint64_t intended_ns, latency_ns; uint32_t lag_us; int32_t status; };
+enum { WAITED = 1 };
+struct record { uint64_t intended_ns, latency_ns; uint32_t lag_us; int16_t status; uint16_t flags; };
 
 struct conn {
     int fd, state, parse, status, close_after, got_bytes;
@@ -61,7 +63,6 @@ static const char *records_path;
 static struct conn *conns; static int n_open, n_connecting, peak_open;
 static int *idle; static int n_idle;             /* a stack: the most recently used first */
 static struct record *recs; static long total;   /* one per arrival */
-static unsigned char *waited;                   /* 1: found no idle connection when due */
 static uint64_t t0;
 static long next_due, next_send, done_count;     /* arrivals [next_send, next_due) wait for a connection */
 static int epfd;
@@ -80,6 +81,7 @@ static uint64_t now_ns(void) {
 static uint64_t intended(long i) { return (uint64_t)((double)i * 1e9 / rate); }
 
 static void finish(long i, uint64_t t, int status) {
+    if (status > 999) status = 999;
     struct record *r = &recs[i];
     r->status = status;
     r->latency_ns = status > 0 ? t - t0 - r->intended_ns : 0;
@@ -136,7 +138,7 @@ static void send_on(struct conn *c, long i, uint64_t t) {
     c->parse = P_HEAD; c->head_len = 0; c->status = 0; c->close_after = 0; c->got_bytes = 0;
     uint64_t lag = t - t0 - recs[i].intended_ns;
     recs[i].lag_us = lag / 1000 > UINT32_MAX ? UINT32_MAX : (uint32_t)(lag / 1000);
-    if (lag / 1000 > (uint64_t)tolerance_us && !waited[i]) late++;
+    if (lag / 1000 > (uint64_t)tolerance_us && !(recs[i].flags & WAITED)) late++;
     ssize_t n = write(c->fd, request, request_len);
     if (n < 0 && errno != EAGAIN) { fail(c, ERR_WRITE, &errors_write); return; }
     c->written = n < 0 ? 0 : (size_t)n;
@@ -154,7 +156,7 @@ static void dispatch(uint64_t t) {
             recs[next_send].status = ERR_DROPPED; dropped++; done_count++; next_send++; continue;
         }
         if (!n_idle) {
-            if (!waited[next_send]) { waited[next_send] = 1; queued++; }
+            if (!(recs[next_send].flags & WAITED)) { recs[next_send].flags |= WAITED; queued++; }
             break;
         }
         send_on(&conns[idle[--n_idle]], next_send++, t);
@@ -349,8 +351,7 @@ int main(int argc, char **argv) {
     conns = calloc((size_t)max_conns, sizeof *conns);
     idle = calloc((size_t)max_conns, sizeof *idle);
     recs = calloc((size_t)(total ? total : 1), sizeof *recs);
-    waited = calloc((size_t)(total ? total : 1), 1);
-    if (!conns || !idle || !recs || !waited) { fprintf(stderr, "pacer: out of memory for %ld arrivals\n", total); return 2; }
+    if (!conns || !idle || !recs) { fprintf(stderr, "pacer: out of memory for %ld arrivals\n", total); return 2; }
     for (long i = 0; i < total; i++) { recs[i].intended_ns = intended(i); recs[i].status = ERR_DROPPED; }
     for (int k = 0; k < max_conns; k++) { conns[k].state = C_CLOSED; conns[k].arrival = -1; }
     signal(SIGPIPE, SIG_IGN); signal(SIGINT, on_signal); signal(SIGTERM, on_signal);
