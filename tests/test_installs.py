@@ -137,3 +137,27 @@ def test_recording_tool_versions_builds_nothing(venv, monkeypatch, tmp_path):
     recorded = hostinfo.tool_versions()
     assert recorded["k6"] == "" and _calls(calls) == []   # absent, as it is, and not built to find out
     assert set(recorded) >= {t.executable for t in registry.tools()}
+
+
+def test_an_installer_step_is_one_line_and_its_output_goes_to_the_log(tmp_path, monkeypatch, capsys):
+    log = tmp_path / ".venv" / "install.log"
+    monkeypatch.setattr(installer, "LOG", log)
+    installer._step("pip: installing things", ["sh", "-c", "echo Collecting locust; echo Downloading 12 MB"], 1)
+    out, err = capsys.readouterr()
+    assert out.count("\n") == 1 and err == ""
+    assert out.startswith(f"pip: installing things (log: {log}) ... ") and out.endswith(" s\n")
+    assert "Collecting locust\nDownloading 12 MB" in log.read_text()   # the tool's own output, in the log only
+
+
+def test_a_failed_installer_step_prints_the_logs_last_lines_and_its_path(tmp_path, monkeypatch, capsys):
+    log = tmp_path / ".venv" / "install.log"
+    monkeypatch.setattr(installer, "LOG", log)
+    with pytest.raises(SystemExit) as ended:
+        installer._step("apt-get install: wrk", ["sh", "-c", "for i in $(seq 1 30); do echo apt line $i; done; exit 100"], 2)
+    assert ended.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == f"apt-get install: wrk (log: {log}) ... failed\n"
+    shown = err.splitlines()
+    assert shown[:-1] == [f"apt line {i}" for i in range(11, 31)]   # the last 20 lines of the log
+    assert shown[-1] == f"`sh -c for i in $(seq 1 30); do echo apt line $i; done; exit 100` exited with 100; " \
+                        f"its full output is in {log}"
