@@ -2,10 +2,15 @@
 
 This file runs on the system Python before any dependency is installed, so it uses the standard
 library only. It installs Debian's packages when they are missing (as root; otherwise it prints the
-apt-get line and exits 2), creates .venv with the project (and Locust) installed, builds k6 into
-.venv/bin with Go when it is missing there, and then replaces itself with
-`.venv/bin/bench ARGS`, or with pytest for `python3 -m orchestrator test [--fast] [PYTEST ARGS]`. For the
-tests and the docker runtime it also installs Docker's engine and debootstrap and starts the engine.
+apt-get line and exits 2), creates .venv with the project (and Locust) installed, and then replaces
+itself with `.venv/bin/bench ARGS`, or with pytest for `python3 -m orchestrator test [--fast] [PYTEST
+ARGS]`. For the tests and the docker runtime it also installs Docker's engine and debootstrap and
+starts the engine. Each step prints one line saying what it does and where its output goes (LOG), not
+apt's or pip's own; a step that fails prints the log's last lines and its path.
+
+It builds no load generator: one built from source (k6, with Go) is built by the first run that
+drives it, when that run asks for it before its first cell (drivers/registry.py's `Tool.build`,
+infra/installs.py), so a run that never drives it never waits for it.
 """
 from __future__ import annotations
 
@@ -18,11 +23,13 @@ import time
 from pathlib import Path
 
 from orchestrator.drivers import debian_packages
-from orchestrator.drivers.registry import K6_MODULE as K6  # built from the Go module proxy: ~2.5 min once
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
 STAMP = VENV / ".installed-from"
+LOG = VENV / "install.log"        # the full output of every installer step (apt-get, venv, pip)
+DOCKERD_LOG = Path("/tmp/dockerd.log")
+TAIL = 20                         # lines of a failed step's log printed before its path
 # executable -> Debian package that provides it, for the tools that are not load drivers (each driver
 # declares its own in drivers/registry.py, which imports the standard library only, as this file must)
 APT = {"redis-server": "redis-server", "mariadbd": "mariadb-server", "mvn": "maven", "taskset": "util-linux",
@@ -46,24 +53,68 @@ def _missing_packages(wanted: dict[str, str]) -> list[str]:
     return sorted({pkg for exe, pkg in wanted.items() if not shutil.which(exe, path=path)})
 
 
+def _shown(path: Path) -> str:
+    """path relative to the current folder when it is under it (.venv/install.log), else in full."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _failed(what: str, log: Path, code: int) -> None:
+    """Print the last TAIL lines of log, then what failed and where its full output is; exit with code."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()[-TAIL:]
+    except OSError:
+        lines = []
+    print("\n".join(lines), file=sys.stderr)
+    print(f"{what}; its full output is in {log}", file=sys.stderr)
+    sys.exit(code)
+
+
+def _step(what: str, argv: list[str], code: int, env: dict[str, str] | None = None) -> None:
+    """One installer step: a line saying what it does and where its output goes (LOG), ended by the
+    seconds it took; on failure the log's last lines, its path, and exit `code`."""
+    LOG.parent.mkdir(parents=True, exist_ok=True)
+    print(f"{what} (log: {_shown(LOG)}) ...", end="", flush=True)
+    started = time.monotonic()
+    with open(LOG, "a") as out:
+        out.write(f"\n$ {' '.join(argv)}\n")
+        out.flush()
+        try:
+            rc = subprocess.run(argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
+        except OSError as e:
+            out.write(f"{e}\n")
+            rc = 127
+    print(f" {time.monotonic() - started:.0f} s" if rc == 0 else " failed", flush=True)
+    if rc != 0:
+        _failed(f"`{' '.join(argv)}` exited with {rc}", LOG, code)
+
+
+def _docker_answers() -> bool:
+    return subprocess.run(["docker", "info"], capture_output=True).returncode == 0
+
+
 def _docker_engine() -> None:
     """Start a Docker engine when none answers on the local socket (as root, the way this machine
     kind needs: no iptables, no bridge; containers use the host network)."""
-    if subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
+    if _docker_answers():
         return
     if os.geteuid() != 0:
         print(f"no Docker engine answers: start one with `sudo {' '.join(DOCKERD)} &`", file=sys.stderr)
         sys.exit(2)
-    print(f"starting the Docker engine: {' '.join(DOCKERD)} (log in /tmp/dockerd.log)", flush=True)
-    with open("/tmp/dockerd.log", "ab") as log:
+    print(f"starting the Docker engine: {' '.join(DOCKERD)} (log: {DOCKERD_LOG}) ...", end="", flush=True)
+    started = time.monotonic()
+    with open(DOCKERD_LOG, "ab") as log:
         subprocess.Popen(DOCKERD, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                          start_new_session=True)
     for _ in range(120):
-        if subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
+        if _docker_answers():
+            print(f" {time.monotonic() - started:.0f} s", flush=True)
             return
         time.sleep(0.5)
-    print("the Docker engine did not come up: see /tmp/dockerd.log", file=sys.stderr)
-    sys.exit(2)
+    print(" failed", flush=True)
+    _failed("the Docker engine did not come up within 60 s", DOCKERD_LOG, 2)
 
 
 def _apt_install(packages: list[str]) -> None:
@@ -71,44 +122,32 @@ def _apt_install(packages: list[str]) -> None:
     if os.geteuid() != 0:
         print(f"missing Debian packages: run `sudo apt-get update && sudo {line}`, then try again", file=sys.stderr)
         sys.exit(2)
-    print(f"installing {' '.join(packages)} (apt-get)", flush=True)
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *packages]):
-        if subprocess.run(argv, env=env).returncode != 0:
-            print(f"`{' '.join(argv)}` failed", file=sys.stderr)
-            sys.exit(2)
+    _step("apt-get update: Debian's package lists", ["apt-get", "update"], 2, env)
+    _step(f"apt-get install: {' '.join(packages)}", ["apt-get", "install", "-y", *packages], 2, env)
 
 
 def _venv() -> None:
     wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
     if STAMP.exists() and STAMP.read_text() == wanted:
         return
-    print("setting up the Python environment in .venv", flush=True)
-    subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-    pip = [str(VENV / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    subprocess.run([*pip, "--upgrade", "pip"], check=True)
-    subprocess.run([*pip, "-e", f"{ROOT}[test]"], check=True)
+    _step(f"creating the Python environment {_shown(VENV)}", [sys.executable, "-m", "venv", str(VENV)], 1)
+    pip = [str(VENV / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off"]
+    _step(f"pip: upgrading pip in {_shown(VENV)}", [*pip, "--upgrade", "pip"], 1)
+    _step(f"pip: installing this project (editable) with Locust and the test tools into {_shown(VENV)}",
+          [*pip, "-e", f"{ROOT}[test]"], 1)
     STAMP.write_text(wanted)
 
 
-def _k6() -> None:
-    """Build k6 into .venv/bin when it is missing there (the stamp names the version it was built from)."""
-    stamp = VENV / ".k6-from"
-    if (VENV / "bin" / "k6").exists() and stamp.exists() and stamp.read_text() == K6:
-        return
-    go = shutil.which("go") or shutil.which("go", path="/usr/local/go/bin")
-    if not go:
-        print(f"note: no Go toolchain, so no k6 (the rate profile needs it): install Go from https://go.dev/dl, "
-              f"then `GOBIN={VENV / 'bin'} go install {K6}`", file=sys.stderr)
-        return
-    print(f"building k6 into .venv/bin (go install {K6}, once)", flush=True)
-    env = {**os.environ, "GOBIN": str(VENV / "bin"), "CGO_ENABLED": "0"}
-    if subprocess.run([go, "install", K6], env=env).returncode != 0:
-        print(f"`go install {K6}` failed; the rate profile will say k6 is missing", file=sys.stderr)
-        return
-    stamp.write_text(K6)
-
-
+# The slow tier drives every generator: those built on first use are built in its set-up, not in a test's time.
+MAKE_ALL = """import sys
+from orchestrator.drivers import registry
+from orchestrator.errors import BenchError
+try:
+    [registry.made(tool) for tool in registry.tools() if tool.build]
+except BenchError as e:
+    sys.exit(str(e))
+"""
 # Every run prints its slowest tests, so that a slow newcomer shows in the next run, not as a CI
 # run over its limit (the suite's budget: README, "Two commands").
 SLOWEST = "--durations=25"
@@ -135,16 +174,19 @@ def _tests(args: list[str]) -> None:
 
 def _slow_setup() -> None:
     """What the slow tier needs before its first test, as `bench` does it for a user: Maven's
-    downloads and every framework's build (the repo's and the tests' fixture), and Docker's local
-    base images. Timed apart, so that the tier's own time is the tests'; a failure here is left to
-    the test that meets it, with its log."""
+    downloads and every framework's build (the repo's and the tests' fixture), Docker's local base
+    images, and the load generators built on first use (k6), which its tests drive. Timed apart, so
+    that the tier's own time is the tests'; a failure here is left to the test that meets it, with its
+    log."""
     bench, started = str(VENV / "bin" / "bench"), time.monotonic()
-    print("set-up for the slow tier: bench build (every framework), bench images bootstrap", flush=True)
+    print("set-up for the slow tier: bench build (every framework), bench images bootstrap, the load generators "
+          "built on first use (k6)", flush=True)
     fixtures = {**os.environ, "BENCH_FRAMEWORKS_DIR": str(ROOT / "tests" / "fixtures" / "frameworks")}
     for argv, env in (([bench, "build"], None), ([bench, "build", "-f", "fixture"], fixtures),
-                      ([bench, "images", "bootstrap"], None)):
+                      ([bench, "images", "bootstrap"], None), ([str(VENV / "bin" / "python"), "-c", MAKE_ALL], None)):
         if subprocess.run(argv, env=env).returncode:
-            print(f"set-up: `{' '.join(argv[1:])}` failed; the tests that need it will say why", flush=True)
+            step = "building the load generators" if argv[-1] == MAKE_ALL else f"`{' '.join(argv[1:])}`"
+            print(f"set-up: {step} failed; the tests that need it will say why", flush=True)
     print(f"set-up for the slow tier took {time.monotonic() - started:.0f} s", flush=True)
 
 
@@ -159,7 +201,6 @@ def main(args: list[str]) -> None:
     if docker:
         _docker_engine()
     _venv()
-    _k6()
     os.chdir(ROOT)
     if args[:1] == ["test"]:
         _tests(args[1:])

@@ -121,7 +121,7 @@ def clean() -> None:
 def calibrate_cmd(server_cpus: Optional[str] = ServerCpus, loadgen_cpus: Optional[str] = LoadgenCpus,
                   duration: str = typer.Option("5s", "--duration", "-d", help="Each measured window."),
                   generators: Optional[str] = typer.Option(None, "--generators", help="Comma-separated "
-                                                           "(default: every installed one)."),
+                                                           "(default: every installed one; k6 is built first if Go is there)."),
                   port: int = typer.Option(18080, "--port", help="Port of the calibration nginx."),
                   results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir")) -> None:
     """Each load generator's ceiling on this machine, against nginx; stored in calibration.json."""

@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
 
-from orchestrator import RESULTS_DIR
+from orchestrator import RESULTS_DIR, drivers
 from orchestrator.cli.common import (
     DbPoolOpt,
     DbPortOpt,
@@ -140,6 +140,8 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
             raise UsageError(f"--port {settings.port}: the load smoke starts the next target on port {second}, "
                              f"which is Redis's or MariaDB's here; choose another --port")
         ensure_port_free(second, f"the next target, started beside the load (--port + {smoke.BESIDE_PORT_OFFSET})")
+    if load:
+        drivers.get(smoke.GENERATOR).executable()   # missing, or built on first use, before any target starts
     environment.build_all(targets)
     table = Table("target", "result" + (f" (load {load:,})" if load else ""), "startup s", "RSS MiB", "threads seen")
     failures: list[tuple[str, str]] = []

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from orchestrator import lazy
 from orchestrator.config.scenarios import Scenario
-from orchestrator.drivers.registry import info
+from orchestrator.drivers.registry import info, made
 from orchestrator.infra.procs import require_tool, spawn
 from orchestrator.results.schema import PERCENTILES
 
@@ -161,9 +161,10 @@ class Driver(abc.ABC):
 
     def executable(self) -> str:
         """The generator's path (the first tool of its registry entry); MissingTool, saying how to
-        install it, when it is absent."""
+        install it, when it is absent. A tool made on first use (its entry's `build`: k6) is built
+        here when it is missing, so callers ask for it before anything is measured (runner.py)."""
         tool = info(self.name).tools[0]
-        return require_tool(tool.executable, tool.how)
+        return made(tool) if tool.build else require_tool(tool.executable, tool.how)
 
     def files(self, spec: LoadSpec, *suffixes: str) -> list[Path]:
         """This load's files in spec.out_dir, one per suffix, with any left by an earlier cell removed: a

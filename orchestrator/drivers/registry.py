@@ -24,6 +24,9 @@ class Tool:
     version_args: tuple[str, ...]   # what makes it print its version (the first line is recorded)
     debian: str | None = None       # the Debian package that provides it: the installer installs it
     install: str = ""               # how to get it when no Debian package does (MissingTool's message)
+    # "module:function" that returns its path, building it first when it is missing (infra/installs.py):
+    # made on first use by the run that needs it, never up front
+    build: str = ""
 
     @property
     def how(self) -> str:
@@ -42,8 +45,8 @@ class DriverInfo:
     processes: tuple[str, ...]    # its process names: one left running takes CPU from the next figures
 
 
-# k6 is built from the Go module proxy into .venv/bin by the installer (__main__._k6): the module and
-# version it builds, named once.
+# k6 is built from the Go module proxy into .venv/bin when a run first needs it (infra/installs.py's
+# k6, its Tool's `build`): the module and version it builds, named once.
 K6_MODULE = "go.k6.io/k6@v1.8.1"
 
 # A kind's default driver is the first entry here that runs it. oha runs no profile kind: only `bench
@@ -56,9 +59,9 @@ SHIPPED = (
     DriverInfo("pacer", "orchestrator.drivers.pacer:PacerDriver", ("rate", "capacity"),
                (Tool("cc", ("--version",), debian="gcc"),), ("pacer",)),
     DriverInfo("k6", "orchestrator.drivers.k6:K6Driver", ("throughput", "burst", "rate", "capacity"),
-               # built from Go into .venv/bin by the installer (__main__._k6), in no Debian release we use
-               (Tool("k6", ("version",), install="python3 -m orchestrator list` (it builds k6 into .venv/bin) "
-                                                 f"or `go install {K6_MODULE}"),), ("k6",)),
+               # in no Debian release we use: built from Go into .venv/bin on first use
+               (Tool("k6", ("version",), install=f"GOBIN=.venv/bin CGO_ENABLED=0 go install {K6_MODULE}",
+                     build="orchestrator.infra.installs:k6"),), ("k6",)),
     DriverInfo("h2load", "orchestrator.drivers.h2load:H2loadDriver", ("burst",),
                (Tool("h2load", ("--version",), debian="nghttp2-client"),), ("h2load",)),
     DriverInfo("locust", "orchestrator.drivers.locust:LocustDriver", ("ramp",),
@@ -96,6 +99,13 @@ def get(name: str):
     """A new instance of the driver's class (a drivers.base.Driver)."""
     module, cls = info(name).cls.split(":")
     return getattr(importlib.import_module(module), cls)()
+
+
+def made(tool: Tool) -> str:
+    """The path of a tool made on first use (its `build` hook, imported when first called, as `get`
+    imports a driver's class), built now when it is missing."""
+    module, function = tool.build.split(":")
+    return getattr(importlib.import_module(module), function)()
 
 
 def drivers_by_kind() -> dict[str, tuple[str, ...]]:

@@ -80,7 +80,9 @@ def tool_version(path: str, tool: str) -> str:
 
 
 def tool_versions() -> dict:
-    """The version line of every tool a figure may depend on (version_args; "" where it is not installed)."""
+    """The version line of every tool a figure may depend on (version_args; "" where it is not installed).
+    Only looked up, never built: a generator made on first use (k6) that no run has needed yet is
+    recorded as absent, and the run that needs it has built it before this (runner.py)."""
     out = {}
     for tool in version_args():
         try:

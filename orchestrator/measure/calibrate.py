@@ -193,7 +193,9 @@ def closed_loop(name: str) -> bool:
 
 
 def _chosen(generators: str | None, say) -> list[str]:
-    """The generators to calibrate: those named (each must be installed), else every installed one."""
+    """The generators to calibrate: those named (each must be installed), else every installed one.
+    Asking for a generator builds one made on first use (k6, when Go is there) before anything starts:
+    its ceilings are what the runs that drive it are flagged against."""
     named = parse_list(generators, list(names()), "generator")
     for name in named or []:
         get(name).executable()     # MissingTool (exit 2) before anything starts

@@ -36,6 +36,7 @@ from orchestrator.measure.console import ConsoleView
 from orchestrator.measure.events import Events
 from orchestrator.measure.flight_recorder import COST
 from orchestrator.measure.sampling import settle
+from orchestrator.measure.warmup import generators
 from orchestrator.results.store import RunStore, new_run_id
 from orchestrator.targets import parity
 from orchestrator.targets.environment import Environment, Started
@@ -68,8 +69,8 @@ class Run:
     def execute(self, argv: list[str] | None) -> int:
         plan, store, environment, s = self.plan, self.store, self.environment, self.plan.settings
         targets = [resolve(environment.catalog, t) for t in plan.targets]
-        for name in dict.fromkeys(["wrk", plan.profile.driver]):
-            drivers.get(name).executable()   # MissingTool before anything starts
+        for name in generators(plan.profile):
+            drivers.get(name).executable()   # MissingTool, or a build on first use, before anything starts
         for leftover in environment.cleanup_leftovers():
             self.events.notice.fire(text=f"removed a leftover of an earlier run: {leftover}", warning=True)
         environment.check_ports(targets, shared_infra=infra_mod.load_state() is not None)

@@ -93,11 +93,25 @@ def _jit_s(server: Server) -> float | None:
     return c.jit_time_s if c else None
 
 
+def generator(rate: float | None) -> str:
+    """The driver that warms a cell up: at a rate (an open model, at the cell's own rate) the rate kind's
+    default (pacer), else wrk."""
+    return drivers.drivers_by_kind()["rate"][0] if rate else "wrk"
+
+
+def generators(profile) -> list[str]:
+    """The drivers a run of the profile drives: each cell's warm-up's (none without a warm-up), then
+    the profile's own. The run asks each for its executable before anything starts, which builds one
+    made on first use (k6, pacer) then and never in a measured window, and never one the run does not use."""
+    warm = [generator(profile.warmup_rate(rate)) for _, rate in profile.levels()] if profile.warmup_s > 0 else []
+    return list(dict.fromkeys([*warm, profile.driver]))
+
+
 def warm_up(window_s: float, max_s: float, spec: LoadSpec, server: Server) -> WarmUp:
     """Load in windows of window_s until steady (or max_s is spent), then pause for the quiet gap."""
     if window_s <= 0:
         return WarmUp(0.0, True, ())
-    driver = drivers.get(drivers.drivers_by_kind()["rate"][0] if spec.rate else "wrk")
+    driver = drivers.get(generator(spec.rate))
     spent, windows, last = 0.0, [], None
     closed = not spec.rate
     while True:

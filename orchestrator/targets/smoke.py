@@ -39,6 +39,8 @@ from orchestrator.targets.verify import Verification, verify
 # Each request is answered within this long or fails the target (the slowest burst here, 1,000
 # cpu-yield requests behind one core, took 9 s), and the health path after the burst too.
 DRAIN_S = 120.0
+# The smoke's generator: `bench verify --load` asks for it before any target starts (a build on first use)
+GENERATOR = "k6"
 # A target started beside the load listens here above --port (--port + 1 is a gateway's backend's).
 BESIDE_PORT_OFFSET = 2
 
@@ -59,7 +61,7 @@ def survives(target: Target, started, settings, connections: int, logs: Path, po
                         duration_s=0, cpus=settings.loadgen_cpus, timeout_s=DRAIN_S, host=host,
                         out_dir=logs / "smoke" / target.id.replace(":", "-"))
         try:
-            r = drivers.get("k6").run(spec)
+            r = drivers.get(GENERATOR).run(spec)
         except DriverFailed as e:
             return f"{name} at {connections} connections: load generator failed: {e}"
         try:   # the same wait as a start's
