@@ -7,12 +7,13 @@ import socket
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from orchestrator.config.scenarios import Scenario
 from orchestrator.drivers import get
 from orchestrator.drivers.base import LoadSpec
-from orchestrator.drivers.pacer import read_records
+from orchestrator.drivers.pacer import WAITED, read_records
 
 class Server:
     """A thread per connection; `answer(n)` gives the n-th response's bytes (n counts every request
@@ -96,7 +97,9 @@ def test_every_arrival_is_answered_on_schedule_over_kept_alive_connections(serve
     server = serve(lambda n: length())
     r, rec = pace(tmp_path, server.port)
     assert r.requests == len(rec) == 200 and r.rps == 200 and r.dropped == 0 and not r.errors, r
-    assert r.late_sends == 0 and "rate-not-met" not in r.flags, r
+    assert "rate-not-met" not in r.flags, r
+    # sent on time, give or take this machine's timer (it wakes a sleeper 0.1-0.5 ms late, at p99)
+    assert r.send_lag_p99 < 5 and r.late_sends <= 10, r
     assert server.connections <= 16 and server.count == 200
     # arrival i was due at i / rate, and that is where its latency starts
     assert rec["intended_ns"][10] == 50_000_000 and rec["intended_ns"][-1] == 995_000_000
@@ -150,8 +153,11 @@ def test_a_stalled_server_queues_arrivals_and_their_wait_counts_in_full(serve, t
     assert r.requests == 200 and r.dropped == 0, r
     assert 12 <= r.latency_mean <= 20, r
     assert 0.2 <= (lat_ms >= 25).mean() <= 0.4, sorted(lat_ms)[-70:]
-    # they waited for the one connection: the server's doing, not pacer's own lag
-    assert r.late_sends == 0 and r.send_lag_p99 >= 20, r
+    # 4 or 5 in 10 waited for the one connection (about 40, 30, 20, 10 and 0 ms): their lag is the
+    # server's doing, not pacer's own
+    waited = rec["flags"] & WAITED != 0
+    assert 60 <= waited.sum() <= 110 and np.median(rec["lag_us"][waited]) >= 10_000, rec["lag_us"][waited]
+    assert r.send_lag_p99 < 5, r
 
 
 def test_a_server_that_refuses_connections_gets_every_arrival_dropped_not_a_hang(tmp_path):
