@@ -39,8 +39,9 @@ def test_every_shipped_driver_declares_its_executables_packages_and_processes():
 
 def test_each_kind_keeps_its_default_driver_and_oha_runs_no_profile():
     assert {kind: runs[0] for kind, runs in drivers_by_kind().items()} == {
-        "throughput": "wrk", "burst": "k6", "rate": "k6", "capacity": "k6", "ramp": "locust"}
+        "throughput": "wrk", "burst": "k6", "rate": "pacer", "capacity": "pacer", "ramp": "locust"}
     assert "h2load" in drivers_by_kind()["burst"] and "k6" in drivers_by_kind()["throughput"]
+    assert "k6" in drivers_by_kind()["rate"] and "k6" in drivers_by_kind()["capacity"]   # driver = "k6" runs it
     assert not info("oha").kinds and "oha" in names()   # bench calibrate measures it all the same
 
 

@@ -15,6 +15,7 @@ from orchestrator.drivers import get
 from orchestrator.drivers.base import LoadSpec
 from orchestrator.drivers.pacer import WAITED, read_records
 
+
 class Server:
     """A thread per connection; `answer(n)` gives the n-th response's bytes (n counts every request
     on every connection from 1), after `delay(n)` seconds; None closes the connection unanswered."""

@@ -29,12 +29,12 @@ def test_every_kind_has_a_driver_and_every_driver_runs_only_kinds():
 def test_every_kind_describes_its_shipped_profile():
     assert profiles.load("throughput").describe() == "256 connections for 10 s"
     assert profiles.load("burst").describe() == "10,000 requests at 500, 1000, 2000 connections"
-    assert profiles.load("rate").describe() == "500, 1000, 2000 req/s for 10 s with at most 1000 VUs"
+    assert profiles.load("rate").describe() == "500, 1000, 2000 req/s for 10 s with at most 1000 connections"
     assert profiles.load("ramp").describe() == "50 users +50 every 10 s for 10 steps"
     assert profiles.load("ramp").with_overrides(workers=2).describe().endswith(", 2 Locust workers")
     assert profiles.load("capacity").describe() == (
         "the highest rate with p99 <= 50 ms over the scenario's wait and errors <= 0.1 %, from 500 req/s to "
-        "within 5 %, 8 s probes (at most 12), at most 2000 VUs")
+        "within 5 %, 8 s probes (at most 12), at most 2000 connections")
 
 
 def test_every_shipped_preset_resolves_against_the_repo():
@@ -243,7 +243,9 @@ def test_a_malformed_profile_file_is_one_line_and_exit_2(results_dir, tmp_path):
     ("ramp", "'locust' not found: install it with `"),
     # k6 is built on first use (infra/installs.py): with a Go that cannot build it, the run ends before
     # anything starts, naming the build's log and how to build it by hand
-    ("rate", "could not build k6: `go install go.k6.io/k6@v1.8.1` exited with 1; its output is in")])
+    ("burst", "could not build k6: `go install go.k6.io/k6@v1.8.1` exited with 1; its output is in"),
+    # pacer is compiled on first use: without a C compiler the run ends before anything starts too
+    ("rate", "'cc' not found: install it with `apt-get install -y gcc`")])
 def test_a_missing_load_generator_says_how_to_install_it(results_dir, tmp_path, profile, said):
     """bench finds Locust and k6 beside its own Python first (.venv/bin): run it from a Python whose
     folder has neither, with a PATH that has wrk and a `go` that fails, but not the tool."""
@@ -270,7 +272,7 @@ def test_a_missing_load_generator_says_how_to_install_it(results_dir, tmp_path, 
     assert said in line, r.stderr
     if profile == "ramp":
         assert "pip install locust==2.47.0" in line, r.stderr
-    else:
+    elif profile == "burst":
         log = home / ".bench-state" / "k6-build.log"
         assert f"log: {log})" in line and "GOBIN=" in line and "go install go.k6.io/k6@v1.8.1" in line, r.stderr
         assert "no such host" in log.read_text()
