@@ -54,10 +54,12 @@ K6_MODULE = "go.k6.io/k6@v1.8.1"
 SHIPPED = (
     DriverInfo("wrk", "orchestrator.drivers.wrk:WrkDriver", ("throughput",),
                (Tool("wrk", ("--version",), debian="wrk"),), ("wrk",)),
-    # pacer is this project's own (drivers/pacer/pacer.c), compiled with cc on first use: its tool is
-    # the compiler, its version the commit's
+    # pacer is this project's own (drivers/pacer/pacer.c), compiled with cc (Debian's gcc, which the
+    # installer installs) on first use
     DriverInfo("pacer", "orchestrator.drivers.pacer:PacerDriver", ("rate", "capacity"),
-               (Tool("cc", ("--version",), debian="gcc"),), ("pacer",)),
+               (Tool("pacer", ("--version",), build="orchestrator.drivers.pacer:build",
+                     install="apt-get install -y gcc"),),
+               ("pacer",)),
     DriverInfo("k6", "orchestrator.drivers.k6:K6Driver", ("throughput", "burst", "rate", "capacity"),
                # in no Debian release we use: built from Go into .venv/bin on first use
                (Tool("k6", ("version",), install=f"GOBIN=.venv/bin CGO_ENABLED=0 go install {K6_MODULE}",

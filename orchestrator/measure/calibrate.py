@@ -269,7 +269,8 @@ def command(server_cpus: str | None, loadgen_cpus: str | None, duration: str, ge
                   "open-model rps",
                   title=f"{machine_key(host)}: nginx on CPU(s) {server_cpus}, generators on CPU(s) {loadgen_cpus}",
                   caption="CPU % of the CPUs each side can use; bound: which side was at its limit; open-model rps: "
-                          f"the highest arrival rate kept with p99 <= {OPEN_P99_MS:g} ms and no arrival dropped")
+                          f"the highest arrival rate kept with p99 <= {OPEN_P99_MS:g} ms, no arrival dropped and "
+                          f"send lag p99 <= {OPEN_LAG_MS:g} ms (pacer)")
     table.columns[1].max_width = 40
     for name, e in entries.items():
         if "error" in e:

@@ -321,6 +321,10 @@ static void usage(const char *why) {
 
 int main(int argc, char **argv) {
     const char *host = "127.0.0.1", *request_path = NULL; int port = 0;
+#ifndef PACER_SOURCE
+#define PACER_SOURCE "unknown"
+#endif
+    if (argc == 2 && !strcmp(argv[1], "--version")) { printf("pacer (pacer.c sha256 %s)\n", PACER_SOURCE); return 0; }
     for (int k = 1; k < argc; k++) {
         const char *a = argv[k], *v = k + 1 < argc ? argv[k + 1] : NULL;
         if (!v) usage("every option takes a value");
