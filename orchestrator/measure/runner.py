@@ -25,7 +25,7 @@ from orchestrator.errors import TargetFailed
 from orchestrator.infra import backends as infra_mod
 from orchestrator.infra import interrupts
 from orchestrator.infra.docker_engine import describe_remote
-from orchestrator.infra.hostinfo import git_commit, host_info, tool_versions
+from orchestrator.infra.hostinfo import git_commit, host_info, tool_version, tool_versions
 from orchestrator.infra.procs import log_tail
 from orchestrator.measure import rows as rows_mod
 from orchestrator.measure.calibrate import ensure_open_ceiling
@@ -65,12 +65,15 @@ class Run:
         self.infra: list = []   # the running infrastructure, replaced when it is restarted
         self.net = None         # the topology's hosts and links (infra/network.py's Network), when it has several
         self.busy = None        # a new run's watch over other processes' CPU (checks.BusyProcesses)
+        self.generators: dict[str, str] = {}   # executable -> path of each generator the run drives
 
     def execute(self, argv: list[str] | None) -> int:
         plan, store, environment, s = self.plan, self.store, self.environment, self.plan.settings
         targets = [resolve(environment.catalog, t) for t in plan.targets]
-        for name in generators(plan.profile):
-            drivers.get(name).executable()   # MissingTool, or a build on first use, before anything starts
+        # MissingTool, or a build on first use, before anything starts; their versions from the very
+        # executables the run drives (one made on first use is on no PATH)
+        self.generators = {drivers.info(name).tools[0].executable: drivers.get(name).executable()
+                           for name in generators(plan.profile)}
         for leftover in environment.cleanup_leftovers():
             self.events.notice.fire(text=f"removed a leftover of an earlier run: {leftover}", warning=True)
         environment.check_ports(targets, shared_infra=infra_mod.load_state() is not None)
@@ -144,7 +147,8 @@ class Run:
         meta = {"run_id": self.store.run_id, "started_at": dt.datetime.now().isoformat(timespec="seconds"),
                 "command": argv or sys.argv, "git_commit": git_commit(), "host": host_info(),
                 "jdk": {"home": str(self.environment.jdk.home), "version": self.environment.jdk.version},
-                "tools": tool_versions(), "plan": self.plan.to_dict(), "warnings": recorded,
+                "tools": {**tool_versions(), **{tool: tool_version(path, tool) for tool, path in self.generators.items()}},
+                "plan": self.plan.to_dict(), "warnings": recorded,
                 # what each scenario's endpoint does: the report quotes the contract the run ran under
                 "contracts": {sc: SCENARIOS[sc].contract for t in targets for sc in self.plan.scenarios_of(t)},
                 # what `bench calibrate` measured each generator to reach here: the near-generator-ceiling flag's bar

@@ -231,15 +231,20 @@ def _capacity_blocks(probes: pd.DataFrame, capacity: pd.DataFrame, meta: dict, c
     """The capacity section, first in the report: the table, the cost per request, a chart per scenario."""
     percentile, common_rate = capacity_report.objective_of(meta.get("plan", {}).get("profile") or {})
     label = percentile_label(percentile)
+    driver = (meta.get("plan", {}).get("profile") or {}).get("driver") or "k6"   # runs before pacer had k6
+    model = {"pacer": "pacer: arrivals on schedule, each latency from its intended send time",
+             "k6": "k6 constant-arrival-rate"}.get(driver, driver)
+    own_lag = ", its own send lag above a tenth of the bound when a probe failed" if driver == "pacer" else ""
     slos = "; ".join(sorted(f"{s}: {o}" for s, o in capacity.groupby("scenario")["slo"].first().items()))
     blocks = [("h2", "Capacity at the objective"),
               ("p", f"The highest arrival rate each target sustains with the objective met ({slos}): an open "
-                    f"model (k6 constant-arrival-rate, no coordinated omission), searched from {common_rate:g} "
+                    f"model ({model}; no coordinated omission), searched from {common_rate:g} "
                     f"req/s by doubling, then bisection. A rate passes when {label} is within the bound, failed "
                     f"and dropped arrivals are within the error budget and the rate offered is achieved; a pass "
                     f"within 10 % of the bound is probed twice. Each cell is the interval the capacity lies in: "
                     f"the highest rate that passed – the lowest that failed. Where the generator could offer no "
-                    f"more (its CPUs saturated, or above the highest rate `bench calibrate` measured k6 to keep "
+                    f"more (its CPUs saturated{own_lag}, or above the highest rate `bench calibrate` measured "
+                    f"{driver} to keep "
                     f"here in an open model: {_open_ceiling(meta)}) only a lower bound is known: "
                     f"\"≥ rate (generator limit)\". Every probe is a row of measurements.parquet."),
               ("table", capacity_report.capacity_table(capacity)),
