@@ -39,7 +39,7 @@ from orchestrator.infra.backends import OWNER_FILE
 from orchestrator.infra.hostinfo import host_info, tool_version
 from orchestrator.infra.interrupts import quiet_sigterm
 from orchestrator.measure.capacity import FAIL, LIMIT, PASS, Search, Verdict, judge, vus_for
-from orchestrator.measure.ceilings import ceilings, store
+from orchestrator.measure.ceilings import entries, store
 from orchestrator.measure.checks import busy_processes
 from orchestrator.measure.sampling import settle
 from orchestrator.results.store import machine_key
@@ -107,14 +107,15 @@ def measure(name: str, servers: list[psutil.Process], port: int, server_cpus: st
 
 
 def open_model(name: str, servers: list[psutil.Process], port: int, loadgen_cpus: str, work: Path,
-               window_s: float, say, resolution: float = OPEN_RESOLUTION) -> dict:
+               window_s: float, say, resolution: float = OPEN_RESOLUTION, needed: float | None = None) -> dict:
     """The highest arrival rate the generator keeps against nginx (OPEN's test), by a capacity
     search: nginx is far from its own limit there, so a failure is the generator's, or the machine's.
     Each probe starts once the CPUs are quiet, and a failed rate is probed again (best of two): a
     window spoiled by something else on the machine would otherwise cap every capacity search here
-    (a CI run read 484/s, where this machine kind keeps 2,875-4,875/s)."""
+    (a CI run read 484/s, where this machine kind keeps 2,875-4,875/s). needed: the most a run's
+    search can offer; the search stops once the generator kept it (`open_capped_at`: at least that)."""
     gen, probes = get(name), []
-    search = Search(OPEN_START, resolution, OPEN_PROBES, retry_failures=True)
+    search = Search(OPEN_START, resolution, OPEN_PROBES, max_rate=needed, retry_failures=True)
     quiet = parse_cpus(loadgen_cpus) | {c for s in servers for c in s.cpu_affinity()}
     while (rate := search.next_rate()) is not None:
         settled_s = settle(None, quiet)
@@ -140,23 +141,29 @@ def open_model(name: str, servers: list[psutil.Process], port: int, loadgen_cpus
         waited = f", after {settled_s:g} s waiting for quiet CPUs" if settled_s > 1 else ""
         say(f"[dim]  {name} open model at {rate:,.0f}/s: {verdict.state} ({escape(verdict.why)}{waited})[/]")
     lag = f", send lag p99 <= {OPEN_LAG_MS:g} ms" if any(p["send_lag_p99_ms"] is not None for p in probes) else ""
-    return {"open_ceiling_rps": round(search.low), "open_outcome": search.outcome(),
+    capped = needed if needed and search.limit == needed and search.low >= needed else None
+    return {"open_ceiling_rps": round(search.low), "open_outcome": search.outcome(), "open_capped_at": capped,
             "open_test": OPEN.describe(SCENARIO) + lag, "open_window_s": window_s, "open_resolution": resolution,
             "open_probes": probes}
 
 
 def ensure_open_ceiling(name: str, server_cpus: str, loadgen_cpus: str, port: int, results_dir: Path,
-                        window_s: float, resolution: float, say) -> float:
+                        window_s: float, resolution: float, say, needed: float | None = None) -> float:
     """The generator's open-model ceiling with it on loadgen_cpus, measured now if this machine has
     none: a capacity search above it would measure the generator. Its probes are as long as the
     search's (window_s, at most OPEN_WINDOW_S), and it is resolved as finely as the search is
     (resolution, at least OPEN_RESOLUTION): what k6 keeps for 2 s is the cap of 2-s probes, a cap
     finer than the search reads nothing more, and each probe costs its window and a pause (14
     probes of 2 s took 60 s here, the 7 of a 50-% search about 30 s). A coarser cap is a lower
-    one: kept for later runs, it can only make their generator limit more cautious."""
-    known = ceilings(results_dir=results_dir, loadgen_cpus=loadgen_cpus, key="open_ceiling_rps").get(name)
-    if known:
-        return known
+    one: kept for later runs, it can only make their generator limit more cautious.
+
+    needed: the most the run's search can offer. The measuring stops once the generator kept it
+    (pacer keeps 80,000/s here, which a quick search that can reach 8,000 need not wait for), and a
+    later run that may offer more measures again."""
+    known = entries(results_dir, loadgen_cpus).get(name, {})
+    capped = known.get("open_capped_at")
+    if known.get("open_ceiling_rps") and not (capped and (not needed or needed > capped)):
+        return known["open_ceiling_rps"]
     procs.ensure_port_free(port, "nginx")
     say(f"{name}'s open-model ceiling is not calibrated with it on CPU(s) {loadgen_cpus}: measuring it against "
         f"nginx first (`bench calibrate` measures every generator)")
@@ -165,7 +172,7 @@ def ensure_open_ceiling(name: str, server_cpus: str, loadgen_cpus: str, port: in
     try:
         with quiet_sigterm(), nginx.serving(port, server_cpus, work) as servers:
             entry = open_model(name, servers, port, loadgen_cpus, work, min(window_s, OPEN_WINDOW_S), say,
-                               max(resolution, OPEN_RESOLUTION))
+                               max(resolution, OPEN_RESOLUTION), needed)
     except DriverFailed as e:
         raise BenchError(f"could not measure {name}'s open-model ceiling: {e}") from None
     finally:

@@ -31,15 +31,21 @@ def _read(path: Path) -> dict:
         raise BenchError(f"{path} is not calibration data ({e}): delete it or run `bench calibrate` again") from None
 
 
+def entries(results_dir: Path = RESULTS_DIR, loadgen_cpus: str | None = None, host: dict | None = None) -> dict[str, dict]:
+    """Generator name -> its stored entry on this machine (or `host`), only those measured with it on
+    `loadgen_cpus` when that is given."""
+    record = _read(Path(results_dir) / FILE)["machines"].get(machine_key(host or host_info()), {})
+    return {name: e for name, e in record.get("generators", {}).items()
+            if loadgen_cpus is None or parse_cpus(str(e.get("loadgen_cpus", ""))) == parse_cpus(loadgen_cpus)}
+
+
 def ceilings(host: dict | None = None, results_dir: Path = RESULTS_DIR, loadgen_cpus: str | None = None,
              key: str = "ceiling_rps") -> dict[str, float]:
     """Generator name -> its calibrated ceiling in rps on this machine (or `host`); {} when not calibrated.
     With `loadgen_cpus`, only ceilings measured with the generator on those same CPUs: a generator on
     one CPU has a lower ceiling than on two, and a bar measured under other pinning flags wrongly.
     key "open_ceiling_rps": the open-model ceilings instead (generators that run arrival rates)."""
-    record = _read(Path(results_dir) / FILE)["machines"].get(machine_key(host or host_info()), {})
-    return {name: e[key] for name, e in record.get("generators", {}).items() if e.get(key)
-            and (loadgen_cpus is None or parse_cpus(str(e.get("loadgen_cpus", ""))) == parse_cpus(loadgen_cpus))}
+    return {name: e[key] for name, e in entries(results_dir, loadgen_cpus, host).items() if e.get(key)}
 
 
 def cell_ceiling(driver: str, open_model: bool, results_dir: Path, loadgen_cpus: str) -> float | None:

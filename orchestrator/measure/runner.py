@@ -80,7 +80,8 @@ class Run:
         if plan.profile.rules.needs_open_ceiling:
             ensure_open_ceiling(plan.profile.driver, s.server_cpus, s.loadgen_cpus, s.port, environment.results_root,
                                 plan.profile.duration_s, plan.profile.resolution,
-                                lambda text: self.events.notice.fire(text=text, warning=False))
+                                lambda text: self.events.notice.fire(text=text, warning=False),
+                                plan.profile.rules.open_ceiling_needed(plan.profile))
         meta = store.meta() if (store.dir / "run.json").exists() else self._new_meta(argv, targets)
         todo = plan.todo(targets, store.done())
         failed = 0

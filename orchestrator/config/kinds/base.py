@@ -88,6 +88,11 @@ class Kind:
         """(concurrency, rate, step) of the measurement rows one cell writes."""
         return [(concurrency, rate, None)]
 
+    def open_ceiling_needed(self, profile) -> float | None:
+        """A kind that needs its generator's open-model ceiling (needs_open_ceiling): the rate up to
+        which knowing it is enough (None: the whole ceiling)."""
+        return None
+
     def warmup_rate(self, profile, rate: float | None) -> float | None:
         """The arrival rate of the warm-up (None: a closed loop)."""
         return rate

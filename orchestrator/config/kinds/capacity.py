@@ -44,6 +44,11 @@ class CapacityKind(Kind):
     def levels(self, p) -> list[tuple[int, float | None]]:
         return [(max(p.concurrency), None)]   # one search per scenario, with at most this many VUs
 
+    def open_ceiling_needed(self, p) -> float | None:
+        """Twice the most the search can offer (it doubles from the common rate, one probe at a time),
+        so that a search the probe budget ends is never called the generator's limit."""
+        return float(p.common_rate * 2 ** p.max_probes)
+
     def warmup_rate(self, p, rate: float | None) -> float | None:
         return float(p.common_rate)           # where the search starts
 

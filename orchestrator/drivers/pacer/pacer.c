@@ -66,6 +66,7 @@ static int *idle; static int n_idle;             /* a stack: the most recently u
 static struct record *recs; static long total;   /* one per arrival */
 static uint64_t t0;
 static long next_due, next_send, done_count;     /* arrivals [next_send, next_due) wait for a connection */
+static long marked_upto;                         /* arrivals below it that waited are flagged WAITED */
 static int epfd;
 /* late: sent more than the tolerance after its time although a connection was idle (pacer's own lag);
  * queued: found no idle connection when due (every connection busy, or a new one still connecting) */
@@ -156,8 +157,11 @@ static void dispatch(uint64_t t) {
         if (since - recs[next_send].intended_ns > (uint64_t)(timeout_s * 1e9)) {
             recs[next_send].status = ERR_DROPPED; dropped++; done_count++; next_send++; continue;
         }
-        if (!n_idle) {
-            if (!(recs[next_send].flags & WAITED)) { recs[next_send].flags |= WAITED; queued++; }
+        if (!n_idle) {   /* this one and every one due behind it wait for the server to free a connection */
+            for (long i = next_send > marked_upto ? next_send : marked_upto; i < next_due; i++) {
+                recs[i].flags |= WAITED; queued++;
+            }
+            if (next_due > marked_upto) marked_upto = next_due;
             break;
         }
         send_on(&conns[idle[--n_idle]], next_send++, t);
