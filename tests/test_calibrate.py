@@ -30,7 +30,7 @@ def calibration_nginx() -> list[str]:
 
 def test_calibrate_stores_ceilings_and_leaves_nothing_running(results_dir):
     # wrk only: k6's closed loop is the same measurement with another driver (test_profiles runs k6
-    # closed), and its open-model ceiling is measured, stored and checked by the capacity-at-slo
+    # closed), and pacer's open-model ceiling is measured, stored and checked by the capacity-at-slo
     # preset's run (test_presets), which has none and must measure it first
     r = bench("calibrate", "--duration", "2s", "--generators", "wrk", "--port", PORT,
               "--results-dir", str(results_dir), timeout=300)

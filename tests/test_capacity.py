@@ -2,16 +2,19 @@
 whose capacity is known, 16 threads sleeping 100 ms = 160 requests/s (slow)."""
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 import pytest
 from conftest import PORTS, bench
 
+from orchestrator.config import profiles
 from orchestrator.config.objective import Objective, parse_slo
-from orchestrator.config.scenarios import SCENARIOS
+from orchestrator.config.scenarios import SCENARIOS, Scenario
 from orchestrator.drivers.base import LoadResult
 from orchestrator.errors import UsageError
 from orchestrator.infra.hostinfo import host_info
-from orchestrator.measure import ceilings, checks
+from orchestrator.measure import calibrate, ceilings, checks
 from orchestrator.measure.capacity import FAIL, LIMIT, PASS, Search, Verdict, judge, vus_for
 from orchestrator.report import capacity as capacity_report
 from orchestrator.results import store as results
@@ -112,13 +115,13 @@ def test_an_arrival_rate_cell_is_held_against_the_open_model_ceiling(tmp_path):
     assert ceilings.cell_ceiling("k6", False, tmp_path, "0") == 30_000 and not checks.near_ceiling(4_000, 30_000)
 
 
-@pytest.mark.slow   # a real JVM and k6
+@pytest.mark.slow   # a real JVM and pacer
 def test_a_fixed_pool_of_16_threads_sleeping_100_ms_has_a_capacity_of_160_per_second(results_dir):
     # A calibration seeded in the run's own --results-dir (the search reads it from there, not from
     # the checkout's results/): measuring one is test_calibrate's, and a run that measures its
     # missing ceiling is the capacity-at-slo preset's (test_presets).
-    ceilings.store(results_dir, host_info(), {"k6": {"open_ceiling_rps": 1000.0, "server_cpus": "1",
-                                                     "loadgen_cpus": "0", "seeded": "test_capacity"}})
+    ceilings.store(results_dir, host_info(), {"pacer": {"open_ceiling_rps": 1000.0, "server_cpus": "1",
+                                                        "loadgen_cpus": "0", "seeded": "test_capacity"}})
     # one warm-up window: at the common rate (500/s) a pool that serves 160/s is never steady, and its
     # warm-up ran to the profile's 60-s cap (50 s of the test's 86 s)
     r = bench("run", *PORTS, "-f", "fixture:pool-16", "-s", "sleep", "-p", "capacity", "--duration", "2s",
@@ -132,7 +135,8 @@ def test_a_fixed_pool_of_16_threads_sleeping_100_ms_has_a_capacity_of_160_per_se
     # the common rate first; the run took the seeded ceiling as its cap and measured none of its own
     assert (probes["step"].tolist() == list(range(1, len(probes) + 1))) and probes.iloc[0]["rate"] == 500, r.stdout
     meta = results.load_meta(results.find_run(None, results_dir))
-    assert meta["generator_open_ceilings"] == {"k6": 1000.0} and "is not calibrated" not in " ".join(r.stdout.split())
+    assert meta["generator_open_ceilings"] == {"pacer": 1000.0} and "is not calibrated" not in " ".join(r.stdout.split())
+    assert meta["tools"]["pacer"].startswith("pacer (pacer.c sha256 ")   # the executable the run drove
     assert set(probes["verdict"].str.split(":").str[0]) == {"pass", "fail"}
     assert (found["cpu_ms_per_request"] > 0) and found["rps_per_mib"] > 0
     assert "capacity 1" in r.stdout
@@ -178,3 +182,36 @@ def test_capacity_across_fresh_jvms_is_the_interval_they_support_together_and_or
     assert "above virtual" not in line and "above webflux" not in line
     apart = pd.DataFrame([found("a", 1000, 1100, 1), found("b", 1050, 1200, 1)])
     assert capacity_report.ordering(apart) == ["sleep: no target's capacity is above another's in every JVM"]
+
+
+def test_a_ceiling_measured_up_to_a_cap_serves_only_searches_below_it():
+    full, capped = {"open_ceiling_rps": 80_000}, {"open_ceiling_rps": 8_000, "open_capped_at": 8_000}
+    assert calibrate.enough(full, 2_048_000) == 80_000 and calibrate.enough(full, None) == 80_000
+    assert calibrate.enough(capped, 8_000) == 8_000
+    # a full search may offer more than the quick one measured: measured again, never capped by it
+    assert calibrate.enough(capped, 2_048_000) is None and calibrate.enough(capped, None) is None
+    assert calibrate.enough({}, 8_000) is None
+    # twice what the search can offer (500/s doubled over 4 probes offers at most 4,000)
+    quick = dataclasses.replace(profiles.load("capacity"), max_probes=4, common_rate=500)
+    assert quick.rules.open_ceiling_needed(quick) == 8_000
+
+
+def pacer_probe(p99: float, lag_p99: float, late: int = 0) -> LoadResult:
+    return LoadResult(requests=40_000, duration_s=4.0, latency_p99=p99, latency_max=p99 * 2, late_sends=late,
+                      send_lag_p99=lag_p99)
+
+
+def test_pacers_own_lag_makes_a_failed_probe_the_generators_and_a_passed_one_stays_passed():
+    o, json_ = Objective("p99", 50.0, 0.001), Scenario("json", "GET", "/json", 200, "application/json")
+    # failed with pacer 12 ms behind its schedule at p99 (over a tenth of the 50-ms bound): its limit
+    v = judge(10_000, pacer_probe(80.0, 12.0, late=900), [], o, json_, None, 500)
+    assert v.state == LIMIT and "own send lag read p99 12.0 ms (900 arrivals" in v.why
+    # failed while pacer kept its schedule: the target's
+    assert judge(10_000, pacer_probe(80.0, 0.4), [], o, json_, None, 500).state == FAIL
+    # passed with its lag in every latency: a pass
+    assert judge(10_000, pacer_probe(20.0, 12.0, late=900), [], o, json_, None, 500).state == PASS
+    # the load CPUs busy (Redis, MariaDB) but pacer on time: the verdict is the target's
+    assert judge(10_000, pacer_probe(80.0, 0.4), ["loadgen-cpus-busy"], o, json_, None, 500).state == FAIL
+    # k6 says nothing of its lag: busy load CPUs end its search as before
+    k6 = LoadResult(requests=40_000, duration_s=4.0, latency_p99=80.0, latency_max=90.0)
+    assert judge(10_000, k6, ["loadgen-cpus-busy"], o, json_, None, 500).state == LIMIT

@@ -160,10 +160,9 @@ def ensure_open_ceiling(name: str, server_cpus: str, loadgen_cpus: str, port: in
     needed: the most the run's search can offer. The measuring stops once the generator kept it
     (pacer keeps 80,000/s here, which a quick search that can reach 8,000 need not wait for), and a
     later run that may offer more measures again."""
-    known = entries(results_dir, loadgen_cpus).get(name, {})
-    capped = known.get("open_capped_at")
-    if known.get("open_ceiling_rps") and not (capped and (not needed or needed > capped)):
-        return known["open_ceiling_rps"]
+    known = enough(entries(results_dir, loadgen_cpus).get(name, {}), needed)
+    if known:
+        return known
     procs.ensure_port_free(port, "nginx")
     say(f"{name}'s open-model ceiling is not calibrated with it on CPU(s) {loadgen_cpus}: measuring it against "
         f"nginx first (`bench calibrate` measures every generator)")
@@ -185,6 +184,15 @@ def ensure_open_ceiling(name: str, server_cpus: str, loadgen_cpus: str, port: in
     store(results_dir, host_info(), {name: entry}, merge=True)
     say(_open_line(name, entry))
     return entry["open_ceiling_rps"]
+
+
+def enough(entry: dict, needed: float | None) -> float | None:
+    """The stored open-model ceiling if it serves a search that may offer up to `needed` (None: any
+    rate): one measured only up to a cap (`open_capped_at`) serves searches below that cap."""
+    capped = entry.get("open_capped_at")
+    if entry.get("open_ceiling_rps") and not (capped and (not needed or needed > capped)):
+        return entry["open_ceiling_rps"]
+    return None
 
 
 def _open_line(name: str, entry: dict) -> str:
