@@ -16,6 +16,7 @@ from conftest import FIXTURES, bench, start_bench
 from orchestrator import drivers
 from orchestrator.config.scenarios import Scenario
 from orchestrator.drivers.base import LoadSpec
+from orchestrator.drivers.pacer import read_records
 from orchestrator.targets.jdk import find_jdk
 
 pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
@@ -81,6 +82,19 @@ def test_wrk_agrees_with_per_request_latencies_of_another_generator(fixture_serv
         a, b = getattr(w, key), getattr(h, key)
         # the mean is 95 % fast requests and 5 % at 200 ms: both must see ~10 ms, not wrk's ~50
         assert b / 2.5 <= a <= b * 2.5 or abs(a - b) < 3, (key, a, b)
+
+
+def test_pacer_reads_the_heavy_tail_of_known_shape_from_each_intended_send_time(fixture_server, tmp_path):
+    """An open model at 200/s on the fixture where 1 request in 20 sleeps 200 ms (on a virtual thread
+    of its own, so nothing queues behind it): 5 % of the latencies are 200 ms, the rest fast."""
+    load(fixture_server, TAIL, tmp_path, driver="pacer", rate=200, concurrency=100, duration_s=1)   # the JIT's first pass
+    r = load(fixture_server, TAIL, tmp_path, driver="pacer", rate=200, concurrency=100, duration_s=4)
+    records = read_records(tmp_path / "pacer-tail-r200.records")
+    slow = (records["latency_ns"] >= 200e6).mean()
+    assert r.requests == 800 and r.dropped == 0 and not r.errors, r
+    assert 0.045 <= slow <= 0.055, slow                     # the shape, request by request
+    assert r.latency_p90 < 20 and 200 <= r.latency_p99 < 230, r
+    assert 9.5 <= r.latency_mean <= 14, r                   # 5 % x 200 ms, plus the fast ones
 
 
 def test_a_k6_rate_cell_that_dropped_nothing_is_not_flagged(fixture_server, tmp_path):
