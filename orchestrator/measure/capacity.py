@@ -53,8 +53,11 @@ def judge(offered: float, r: LoadResult, flags: list[str], objective: Objective,
 
     pacer says itself when it fell behind its schedule: its own send lag (arrivals that found a
     connection idle) is in every latency, so a probe that met the objective with it passes, and one
-    that failed with that lag above CLOSE of the bound failed by the generator. So for pacer, other
-    work on its CPUs (Redis and MariaDB share them) is a generator limit only through that lag.
+    whose latency failed is the generator's only when that lag was above CLOSE of the bound and the
+    latency less the lag would have met it (a target 60 ms over the bound with pacer 7 ms late failed
+    by itself: MVC on virtual threads read p99 65 ms at 1,000 req/s with pacer's lag p99 7.5 ms, as
+    it reads 41-105 ms at 4,000 under k6). So for pacer, other work on its CPUs (Redis and MariaDB
+    share them) is a generator limit only through that lag.
 
     k6 drops an arrival only when every VU is busy, and at `offered` arrivals a second that takes a
     request in flight for at least vus / offered seconds. So when even the slowest answer of the
@@ -74,26 +77,22 @@ def judge(offered: float, r: LoadResult, flags: list[str], objective: Objective,
         return Verdict(LIMIT, f"the generator dropped {r.dropped:,} arrivals while its slowest response took "
                               f"{r.latency_max:,.1f} ms: at most {math.ceil(offered * r.latency_max / 1000)} of "
                               f"its {vus} VUs were ever waiting for the server, so the generator could not keep the rate")
-    label = percentile_label(objective.percentile)
-
-    def fail(why: str, close: bool = False) -> Verdict:
-        if r.send_lag_p99 > CLOSE * bound:
-            return Verdict(LIMIT, f"{why}, but the generator's own send lag read p99 {r.send_lag_p99:,.1f} ms "
-                                  f"({r.late_sends or 0:,} arrivals sent late with a connection idle): it fell "
-                                  f"behind its schedule")
-        return Verdict(FAIL, why, close)
-
     failed = r.errors + r.errors_status + r.dropped
     if failed > objective.error_budget * arrivals:
-        return fail(f"{100 * failed / arrivals:.2g} % of arrivals failed or dropped "
-                    f"(budget {100 * objective.error_budget:g} %)")
+        return Verdict(FAIL, f"{100 * failed / arrivals:.2g} % of arrivals failed or dropped "
+                             f"(budget {100 * objective.error_budget:g} %)")
     if r.rps < RATE_MET * offered:
-        return fail(f"achieved {r.rps:,.0f} of {offered:,.0f} req/s")
+        return Verdict(FAIL, f"achieved {r.rps:,.0f} of {offered:,.0f} req/s")
+    label = percentile_label(objective.percentile)
     if latency != latency:
-        return fail(f"no {label} latency measured")
+        return Verdict(FAIL, f"no {label} latency measured")
     close = abs(latency - bound) <= CLOSE * bound
+    if latency > bound and r.send_lag_p99 > CLOSE * bound and latency - r.send_lag_p99 <= bound:
+        return Verdict(LIMIT, f"{label} {latency:,.1f} ms > {bound:g} ms, but the generator's own send lag read p99 "
+                              f"{r.send_lag_p99:,.1f} ms ({r.late_sends or 0:,} arrivals sent late with a connection "
+                              f"idle): without it the objective may have held")
     if latency > bound:
-        return fail(f"{label} {latency:,.1f} ms > {bound:g} ms", close)
+        return Verdict(FAIL, f"{label} {latency:,.1f} ms > {bound:g} ms", close)
     return Verdict(PASS, f"{label} {latency:,.1f} ms <= {bound:g} ms", close)
 
 
