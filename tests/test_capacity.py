@@ -217,3 +217,18 @@ def test_pacers_own_lag_makes_a_failed_probe_the_generators_and_a_passed_one_sta
     # k6 says nothing of its lag: busy load CPUs end its search as before
     k6 = LoadResult(requests=40_000, duration_s=4.0, latency_p99=80.0, latency_max=90.0)
     assert judge(10_000, k6, ["loadgen-cpus-busy"], o, json_, None, 500).state == LIMIT
+
+
+def test_a_probe_failed_by_the_generators_own_lag_is_probed_again_and_the_second_decides():
+    s = Search(start=1000, resolution=0.05, max_probes=12)
+    lagged = Verdict(LIMIT, "own send lag", close=True)
+    assert s.next_rate() == 1000
+    s.record(1000, Verdict(PASS, ""))
+    assert s.next_rate() == 2000
+    s.record(2000, lagged)
+    assert s.next_rate() == 2000 and s.limit is None     # not believed yet
+    s.record(2000, Verdict(PASS, ""))
+    assert s.low == 2000 and s.next_rate() == 4000       # the second probe passed: the search goes on
+    s.record(4000, lagged)
+    s.record(4000, lagged)
+    assert s.limit == 4000 and s.next_rate() == 3000     # lagged twice: the generator's limit

@@ -113,7 +113,7 @@ def test_chunked_and_until_close_bodies_and_server_closes_are_read_to_their_end(
     until_close = b"HTTP/1.0 200 OK\r\n\r\nhello until the connection closes"
     answers = [chunked, length(extra="Connection: close\r\n"), until_close, length(b"")]
     server = serve(lambda n: answers[n % 4])
-    r, rec = pace(tmp_path, server.port, rate=100)
+    r, rec = pace(tmp_path, server.port, duration_s=0.5)
     assert r.requests == 100 and not r.errors and r.dropped == 0, r
     assert set(rec["status"]) == {200}
     # a closed connection is replaced: about one new one for each of the half that closed
@@ -124,7 +124,7 @@ def test_a_post_goes_out_byte_for_byte_and_error_answers_are_counted_apart(serve
     server = serve(lambda n: length(status="503 Service Unavailable") if n % 10 == 0 else length())
     post = Scenario("w", "POST", "/items", 201, "application/json", body=b'{"a":1}',
                     headers={"Content-Type": "application/json"})
-    r, rec = pace(tmp_path, server.port, rate=100, scenario=post)
+    r, rec = pace(tmp_path, server.port, duration_s=0.5, scenario=post)
     first = server.requests[0]
     assert first.startswith(f"POST /items HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n".encode())
     assert first.endswith(b'\r\n\r\n{"a":1}')
@@ -136,9 +136,9 @@ def test_a_post_goes_out_byte_for_byte_and_error_answers_are_counted_apart(serve
 
 def test_a_connection_closed_unanswered_and_a_server_too_slow_are_errors_not_latencies(serve, tmp_path):
     server = serve(lambda n: None if n % 20 == 0 else length(), delay=lambda n: 3.0 if n % 20 == 10 else 0.0)
-    r, rec = pace(tmp_path, server.port, rate=100, timeout_s=1.0)
+    r, rec = pace(tmp_path, server.port, duration_s=0.5, timeout_s=0.5)
     assert r.errors_read == 5 and r.errors_timeout == 5, r
-    assert r.latency_max < 1000, r
+    assert r.latency_max < 500, r
     assert r.requests == 90 and len(rec) == 100
 
 
@@ -149,15 +149,15 @@ def test_a_stalled_server_queues_arrivals_and_their_wait_counts_in_full(serve, t
     3 in 10 took at least 25 ms; a generator that timed from the send (coordinated omission) would
     read a mean of 5 ms and 1 in 10."""
     server = serve(lambda n: length(), delay=lambda n: 0.05 if n % 10 == 0 else 0.0)
-    r, rec = pace(tmp_path, server.port, rate=100, duration_s=2.0, concurrency=1)
+    r, rec = pace(tmp_path, server.port, rate=100, duration_s=1.0, concurrency=1)
     lat_ms = rec["latency_ns"] / 1e6
-    assert r.requests == 200 and r.dropped == 0, r
+    assert r.requests == 100 and r.dropped == 0, r
     assert 12 <= r.latency_mean <= 20, r
-    assert 0.2 <= (lat_ms >= 25).mean() <= 0.4, sorted(lat_ms)[-70:]
+    assert 0.2 <= (lat_ms >= 25).mean() <= 0.4, sorted(lat_ms)[-35:]
     # 4 or 5 in 10 waited for the one connection (about 40, 30, 20, 10 and 0 ms): their lag is the
     # server's doing, not pacer's own
     waited = rec["flags"] & WAITED != 0
-    assert 60 <= waited.sum() <= 110 and np.median(rec["lag_us"][waited]) >= 10_000, rec["lag_us"][waited]
+    assert 30 <= waited.sum() <= 55 and np.median(rec["lag_us"][waited]) >= 10_000, rec["lag_us"][waited]
     assert r.send_lag_p99 < 5, r
 
 

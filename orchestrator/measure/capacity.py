@@ -6,7 +6,9 @@ its bound, failed plus dropped arrivals are within the error budget, and the rat
 rate offered. The search brackets (the first probe at the profile's common rate, then doubling
 until a probe fails, or halving until one passes) and then bisects until the interval
 [highest pass, lowest fail] is narrower than the resolution. A verdict within CLOSE of the bound
-is probed once more when it passed, and passes only if both probes pass.
+is probed once more when it passed, and passes only if both probes pass. A probe failed by pacer's
+own lag is probed once more too, and the second probe is the rate's verdict: the host that took the
+load CPU for tens of milliseconds once (steal) should not end a search as the generator's limit.
 
 A probe the generator could not deliver (its CPUs saturated, a rate above what `bench calibrate`
 measured it to keep in an open model here, arrivals it sent late by its own lag (pacer), or arrivals
@@ -90,7 +92,7 @@ def judge(offered: float, r: LoadResult, flags: list[str], objective: Objective,
     if latency > bound and r.send_lag_p99 > CLOSE * bound and latency - r.send_lag_p99 <= bound:
         return Verdict(LIMIT, f"{label} {latency:,.1f} ms > {bound:g} ms, but the generator's own send lag read p99 "
                               f"{r.send_lag_p99:,.1f} ms ({r.late_sends or 0:,} arrivals sent late with a connection "
-                              f"idle): without it the objective may have held")
+                              f"idle): without it the objective may have held", close=True)
     if latency > bound:
         return Verdict(FAIL, f"{label} {latency:,.1f} ms > {bound:g} ms", close)
     return Verdict(PASS, f"{label} {latency:,.1f} ms <= {bound:g} ms", close)
@@ -120,7 +122,7 @@ class Search:
             return None
         last = self.probes[-1][1] if self.probes else None
         if last and not self._repeated() and \
-                (last.state == FAIL if self.retry_failures else last.close and last.state == PASS):
+                (last.state == FAIL if self.retry_failures else last.close and last.state in (PASS, LIMIT)):
             return self.probes[-1][0]
         if self.high is None and self.limit is None:
             rate = self.start if not self.probes else 2 * self.low
@@ -144,6 +146,10 @@ class Search:
     def record(self, rate: float, verdict: Verdict) -> None:
         self.probes.append((rate, verdict))
         states = [v.state for r, v in self.probes if r == rate]
+        if verdict.state == LIMIT and verdict.close and not self._repeated():
+            return   # the generator's own lag: probed once more before the search believes it
+        if self._repeated() and self.probes[-2][1].state == LIMIT and self.probes[-2][1].close:
+            states = [verdict.state]   # the probe after a lag is the rate's verdict
         if verdict.state == LIMIT:
             self.limit = rate if self.limit is None else min(self.limit, rate)
         elif self.retry_failures:
