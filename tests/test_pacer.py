@@ -12,8 +12,8 @@ import pytest
 
 from orchestrator.config.scenarios import Scenario
 from orchestrator.drivers import get
-from orchestrator.drivers.base import LoadSpec
-from orchestrator.drivers.pacer import WAITED, read_records
+from orchestrator.drivers.base import LoadResult, LoadSpec
+from orchestrator.drivers.pacer import WAITED, behind_schedule, read_records
 
 
 class Server:
@@ -170,3 +170,11 @@ def test_a_server_that_refuses_connections_gets_every_arrival_dropped_not_a_hang
     assert r.requests == 0 and r.dropped == 50 and 10 <= r.errors_connect <= 110, r
     assert "rate-not-met" in r.flags
     assert r.loadgen_wall_s < 5, r
+
+
+def test_its_own_lag_flags_a_cell_only_where_it_could_move_the_figures():
+    lagged = LoadResult(requests=1, duration_s=1, latency_p99=3.0, send_lag_p99=1.5)
+    assert behind_schedule(lagged)                                   # half the p99 it is part of
+    assert not behind_schedule(LoadResult(requests=1, duration_s=1, latency_p99=50.0, send_lag_p99=1.5))
+    assert not behind_schedule(LoadResult(requests=1, duration_s=1, latency_p99=3.0, send_lag_p99=0.4))
+    assert not behind_schedule(LoadResult(requests=1, duration_s=1, latency_p99=3.0))   # k6: not known
