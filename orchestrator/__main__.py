@@ -127,15 +127,21 @@ def _apt_install(packages: list[str]) -> None:
     _step(f"apt-get install: {' '.join(packages)}", ["apt-get", "install", "-y", *packages], 2, env)
 
 
-def _venv() -> None:
-    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
-    if STAMP.exists() and STAMP.read_text() == wanted:
+def _venv(test: bool) -> None:
+    """.venv with this project, and the test tools only for the tests (Jupyter's kernel among them: a
+    first `run` need not wait for them). The stamp names the pyproject it was made from, and ":test"."""
+    made = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    wanted = made + (":test" if test else "")
+    if STAMP.exists() and STAMP.read_text() in (wanted, made + ":test"):
         return
     _step(f"creating the Python environment {_shown(VENV)}", [sys.executable, "-m", "venv", str(VENV)], 1)
     pip = [str(VENV / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off"]
     _step(f"pip: upgrading pip in {_shown(VENV)}", [*pip, "--upgrade", "pip"], 1)
-    _step(f"pip: installing this project (editable) with Locust and the test tools into {_shown(VENV)}",
-          [*pip, "-e", f"{ROOT}[test]"], 1)
+    if test:
+        _step(f"pip: installing this project (editable) with Locust and the test tools into {_shown(VENV)}",
+              [*pip, "-e", f"{ROOT}[test]"], 1)
+    else:
+        _step(f"pip: installing this project (editable) with Locust into {_shown(VENV)}", [*pip, "-e", str(ROOT)], 1)
     STAMP.write_text(wanted)
 
 
@@ -200,7 +206,7 @@ def main(args: list[str]) -> None:
         _apt_install(missing)
     if docker:
         _docker_engine()
-    _venv()
+    _venv(test=args[:1] == ["test"])
     os.chdir(ROOT)
     if args[:1] == ["test"]:
         _tests(args[1:])

@@ -57,7 +57,7 @@ def test_the_installer_builds_no_load_generator(venv, monkeypatch):
     _, calls, _ = venv
     steps = []
     monkeypatch.setattr(installer, "_missing_packages", lambda wanted: [])
-    monkeypatch.setattr(installer, "_venv", lambda: steps.append("venv"))
+    monkeypatch.setattr(installer, "_venv", lambda test: steps.append("venv with test tools" if test else "venv"))
     monkeypatch.setattr(installer, "_docker_engine", lambda: steps.append("docker"))
     monkeypatch.setattr(os, "chdir", lambda path: None)
 
@@ -71,7 +71,8 @@ def test_the_installer_builds_no_load_generator(venv, monkeypatch):
     monkeypatch.setattr(os, "execv", execv)
     with pytest.raises(Replaced):
         installer.main(["run", "--framework", "spring-webflux"])
-    # the environment, then bench itself: no go install on the way, though Go is there and k6 is not
+    # the environment (without the test tools), then bench itself: no go install on the way, though
+    # Go is there and k6 is not
     assert steps == ["venv", ["run", "--framework", "spring-webflux"]]
     assert _calls(calls) == []
 
