@@ -232,3 +232,17 @@ def test_a_probe_failed_by_the_generators_own_lag_is_probed_again_and_the_second
     s.record(4000, lagged)
     s.record(4000, lagged)
     assert s.limit == 4000 and s.next_rate() == 3000     # lagged twice: the generator's limit
+
+
+def test_a_failed_first_probe_is_probed_again_before_it_caps_the_search():
+    s = Search(start=500, resolution=0.05, max_probes=12)
+    s.record(s.next_rate(), Verdict(FAIL, "p99 66 ms > 50 ms"))   # a JVM still compiling
+    assert s.next_rate() == 500 and s.high is None
+    s.record(500, Verdict(PASS, ""))
+    assert s.low == 500 and s.next_rate() == 1000
+    s.record(1000, Verdict(FAIL, ""))                               # later failures count at once
+    assert s.high == 1000
+    again = Search(start=500, resolution=0.05, max_probes=12)
+    again.record(500, Verdict(FAIL, ""))
+    again.record(500, Verdict(FAIL, ""))
+    assert again.high == 500 and again.next_rate() == 250

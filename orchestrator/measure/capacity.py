@@ -7,8 +7,9 @@ rate offered. The search brackets (the first probe at the profile's common rate,
 until a probe fails, or halving until one passes) and then bisects until the interval
 [highest pass, lowest fail] is narrower than the resolution. A verdict within CLOSE of the bound
 is probed once more when it passed, and passes only if both probes pass. A probe failed by pacer's
-own lag is probed once more too, and the second probe is the rate's verdict: the host that took the
-load CPU for tens of milliseconds once (steal) should not end a search as the generator's limit.
+own lag, and a failed first probe, are probed once more too, and the second probe is the rate's
+verdict: the host that took the load CPU for tens of milliseconds once should not end a search as
+the generator's limit, nor a JVM still compiling in the first probe cap it at the common rate.
 
 A probe the generator could not deliver (its CPUs saturated, a rate above what `bench calibrate`
 measured it to keep in an open model here, arrivals it sent late by its own lag (pacer), or arrivals
@@ -121,8 +122,8 @@ class Search:
         if len(self.probes) >= self.max_probes:
             return None
         last = self.probes[-1][1] if self.probes else None
-        if last and not self._repeated() and \
-                (last.state == FAIL if self.retry_failures else last.close and last.state in (PASS, LIMIT)):
+        if last and not self._repeated() and (last.state == FAIL if self.retry_failures else
+                                              (last.close and last.state == PASS) or self._second_decides(-1)):
             return self.probes[-1][0]
         if self.high is None and self.limit is None:
             rate = self.start if not self.probes else 2 * self.low
@@ -143,13 +144,22 @@ class Search:
     def _repeated(self) -> bool:
         return len(self.probes) >= 2 and self.probes[-2][0] == self.probes[-1][0]
 
+    def _second_decides(self, i: int) -> bool:
+        """Whether probe i is one the search probes once more, the second deciding: one failed by the
+        generator's own lag (the host took its CPU for tens of ms), and a failed first probe, which
+        meets a JVM whose warm-up may have ended at its cap still compiling (Spring MVC failed 500/s
+        with p50 5-6 ms in its first probe and passed 469/s with p50 0.4 ms in its fifth)."""
+        verdict = self.probes[i][1]
+        return not self.retry_failures and ((verdict.state == LIMIT and verdict.close) or
+                                            (verdict.state == FAIL and i in (0, -len(self.probes))))
+
     def record(self, rate: float, verdict: Verdict) -> None:
         self.probes.append((rate, verdict))
         states = [v.state for r, v in self.probes if r == rate]
-        if verdict.state == LIMIT and verdict.close and not self._repeated():
-            return   # the generator's own lag: probed once more before the search believes it
-        if self._repeated() and self.probes[-2][1].state == LIMIT and self.probes[-2][1].close:
-            states = [verdict.state]   # the probe after a lag is the rate's verdict
+        if self._second_decides(-1) and not self._repeated():
+            return   # probed once more before the search believes it
+        if self._repeated() and self._second_decides(-2):
+            states = [verdict.state]   # the probe after it is the rate's verdict
         if verdict.state == LIMIT:
             self.limit = rate if self.limit is None else min(self.limit, rate)
         elif self.retry_failures:
