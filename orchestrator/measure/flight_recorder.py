@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -41,6 +42,9 @@ SETTINGS = [*(f"{event}#threshold={t}" for event, t in THRESHOLDS.items()),
             "jdk.ThreadCPULoad#period=1s", "jdk.ExecutionSample#period=20ms",
             # each thread's allocated bytes, read around every window (JfrEvidence: jfr_alloc_mb_per_s)
             "jdk.ThreadAllocationStatistics#period=100ms"]
+# The allocation readings (every 100 ms) must bracket each window: a few before it starts and after it
+# ends, which a generator that starts at once and exits with its last response (pacer) leaves no time for.
+BRACKET_S = 0.3
 JCMD_TIMEOUT_S = 60.0
 # What recording cost here (README: "Why, from Flight Recorder"), stated in every row recorded with it
 # and in the run's warnings: more than this machine's noise, and not the same for every target.
@@ -144,10 +148,12 @@ class CellRecorder:
         # there through /proc/<pid>/root, which for a local process is this one's.
         inside = f"/tmp/bench-jfr-{os.getpid()}-{name}.jfr"
         dumps = self.dumps[name] = thread_dumps.ThreadDumps(self.pid, self.folder / f"{name}-threads.jsonl").start()
+        time.sleep(BRACKET_S)
         try:
             yield
         finally:
             dumps.stop()
+            time.sleep(BRACKET_S)
             try:
                 _jcmd(self.jdk_home, self.pid, ["JFR.stop", f"name={NAME}", f"filename={inside}"], self.cpus)
                 shutil.move(f"/proc/{self.pid}/root{inside}", path)
