@@ -253,7 +253,7 @@ static int parse(struct conn *c, const char *p, size_t n) {
     return 0;
 }
 
-static void readable(struct conn *c, uint64_t t) {
+static void readable(struct conn *c) {
     static char buf[65536];
     for (;;) {
         ssize_t n = read(c->fd, buf, sizeof buf);
@@ -277,7 +277,6 @@ static void readable(struct conn *c, uint64_t t) {
         }
         if (c->state == C_BUSY) fail(c, ERR_READ, &errors_read);
         else { close_conn(c); closed_by_server++; }
-        (void)t;
         return;
     }
 }
@@ -398,7 +397,7 @@ int main(int argc, char **argv) {
         for (int e = 0; e < n; e++) {
             struct conn *c = &conns[evs[e].data.u32];
             if (evs[e].events & (EPOLLOUT | EPOLLERR | EPOLLHUP) && c->state != C_IDLE) writable(c, t);
-            if (c->state != C_CLOSED && evs[e].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) readable(c, t);
+            if (c->state != C_CLOSED && evs[e].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) readable(c);
         }
     }
     uint64_t window_ns = now_ns() - t0;
