@@ -221,7 +221,7 @@ def test_pacers_own_lag_makes_a_failed_probe_the_generators_and_a_passed_one_sta
 
 def test_a_probe_failed_by_the_generators_own_lag_is_probed_again_and_the_second_decides():
     s = Search(start=1000, resolution=0.05, max_probes=12)
-    lagged = Verdict(LIMIT, "own send lag", close=True)
+    lagged = Verdict(LIMIT, "own send lag", again=True)
     assert s.next_rate() == 1000
     s.record(1000, Verdict(PASS, ""))
     assert s.next_rate() == 2000
@@ -246,3 +246,20 @@ def test_a_failed_first_probe_is_probed_again_before_it_caps_the_search():
     again.record(500, Verdict(FAIL, ""))
     again.record(500, Verdict(FAIL, ""))
     assert again.high == 500 and again.next_rate() == 250
+
+
+def test_a_probe_that_failed_while_the_host_stole_the_cpus_is_probed_again_and_the_second_decides():
+    o, json_ = Objective("p99", 50.0, 0.001), Scenario("json", "GET", "/json", 200, "application/json")
+    # the host held the server's vCPU: p99 180 ms where the same rate later read 3 ms
+    stolen = judge(8_000, pacer_probe(180.0, 0.3), ["host-steal"], o, json_, None, 500)
+    assert stolen.state == FAIL and stolen.again and "host-steal" in stolen.why
+    assert not judge(8_000, pacer_probe(180.0, 0.3), [], o, json_, None, 500).again
+    # a pass under steal stays a pass: the host only ever took capacity away
+    passed = judge(8_000, pacer_probe(3.0, 0.3), ["host-steal"], o, json_, None, 500)
+    assert passed.state == PASS and not passed.again
+    s = Search(start=2000, resolution=0.05, max_probes=12)
+    s.record(s.next_rate(), Verdict(PASS, ""))
+    s.record(s.next_rate(), stolen)
+    assert s.next_rate() == 4000 and s.high is None       # not believed yet
+    s.record(4000, Verdict(PASS, ""))
+    assert s.low == 4000 and s.next_rate() == 8000

@@ -126,6 +126,7 @@ def test_the_cell_runs_a_toy_kind_through_its_own_loop(stairs, monkeypatch, tmp_
                                  usage_after=lambda at: None, counters=lambda: None, exit_code=lambda: None)
         environment = SimpleNamespace(logs=tmp_path / "logs", results_root=tmp_path / "results",
                                       jdk=SimpleNamespace(home=tmp_path), server_host="127.0.0.1",
+                                      local_server_cpus="1",
                                       catalog={"toy": SimpleNamespace(health_path="/health")},
                                       load_placement=dict)
         base = {"run_id": "r", "target": "toy:one", "framework": "toy", "scenario": "plaintext", "repeat": 1}

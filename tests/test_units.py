@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -206,13 +207,22 @@ def test_the_measured_window_is_cut_out_of_the_polls():
     from orchestrator.measure.sampling import Point, Sampler
     s = Sampler.__new__(Sampler)
     s.collector, s.probe = "Serial", None
-    # CPU grows 0.5 s per s; GC count steps once; CPU 0 busy 50 of 100 ticks per s
-    s.timeline = [Point(t, 0.5 * t, 100 + t, 10 + t, None, t // 2, 0.01 * (t // 2), 0.0, 50 * t, 100 * t)
+    # CPU grows 0.5 s per s; GC count steps once; CPU 0 busy 50 of 100 ticks per s, 3 of them stolen;
+    # the host steals the server's CPU from t=5 on, 40 of its 100 ticks a second
+    s.timeline = [Point(t, 0.5 * t, 100 + t, 10 + t, None, t // 2, 0.01 * (t // 2), 0.0, 50 * t, 100 * t,
+                        cpus_steal=3 * t, server_steal=40 * max(0, t - 5), server_total=100 * t)
                   for t in range(0, 11)]
     w = s.window(2.5, 7.5)
     assert abs(w.cpu_s - 2.5) < 1e-9 and w.wall_s == 5
     assert w.peak_rss_bytes == 107 and w.peak_threads == 17     # the polls inside, not the lifetime
     assert w.gc_count == 4 - 1 and abs(w.loadgen_cpus_busy_pct - 50) < 1e-9
+    assert w.loadgen_cpus_steal_pct == pytest.approx(3) and w.server_cpus_steal_pct == pytest.approx(20)
+    # a server on another machine: none of its CPUs is this machine's, and their steal is unknown
+    s.timeline = [replace(p, server_steal=0, server_total=0) for p in s.timeline]
+    assert s.window(2.5, 7.5).server_cpus_steal_pct is None
+    # above HOST_STEAL of either CPU set's time the window is flagged: it measured the host's neighbours too
+    ok = result(1000, 64.0)
+    assert "host-steal" in cell_flags(64, ok, 1, steal_pct=20.0) and "host-steal" not in cell_flags(64, ok, 1, steal_pct=3.0)
 
 
 def test_backend_evidence_is_cut_out_of_the_polls_and_checked_against_the_contract():

@@ -7,9 +7,10 @@ rate offered. The search brackets (the first probe at the profile's common rate,
 until a probe fails, or halving until one passes) and then bisects until the interval
 [highest pass, lowest fail] is narrower than the resolution. A verdict within CLOSE of the bound
 is probed once more when it passed, and passes only if both probes pass. A probe failed by pacer's
-own lag, and a failed first probe, are probed once more too, and the second probe is the rate's
-verdict: the host that took the load CPU for tens of milliseconds once should not end a search as
-the generator's limit, nor a JVM still compiling in the first probe cap it at the common rate.
+own lag or while the host stole the CPUs (host-steal), and a failed first probe, are probed once
+more too, and the second probe is the rate's verdict: the host that took the load CPU for tens of
+milliseconds once should not end a search as the generator's limit, nor a JVM still compiling in
+the first probe cap it at the common rate.
 
 A probe the generator could not deliver (its CPUs saturated, a rate above what `bench calibrate`
 measured it to keep in an open model here, arrivals it sent late by its own lag (pacer), or arrivals
@@ -20,7 +21,7 @@ rate as its lower bound and no upper bound.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from orchestrator.config.objective import Objective
 from orchestrator.config.scenarios import Scenario
@@ -47,12 +48,15 @@ class Verdict:
     state: str     # PASS, FAIL or LIMIT
     why: str
     close: bool = False
+    again: bool = False   # probe the rate once more, the second probe deciding (Search._second_decides)
 
 
 def judge(offered: float, r: LoadResult, flags: list[str], objective: Objective, scenario: Scenario,
           most: float | None, vus: int | None = None) -> Verdict:
     """Whether one probe at the offered rate met the objective, and if not, why. most: the highest
-    rate the generator can offer here (None: unknown); vus: the VUs (connections) it had.
+    rate the generator can offer here (None: unknown); vus: the VUs (connections) it had. A probe that
+    did not pass while the host stole the CPUs (flag host-steal) is probed once more, and the second
+    decides: the host took the server's or the generator's CPU from under it.
 
     pacer says itself when it fell behind its schedule: its own send lag (arrivals that found a
     connection idle) is in every latency, so a probe that met the objective with it passes, and one
@@ -67,6 +71,14 @@ def judge(offered: float, r: LoadResult, flags: list[str], objective: Objective,
     window (its max, not its p99: a 0.3-s pause at 4,000 req/s holds 200 VUs and leaves p99 at
     3 ms) was too short to keep half the VUs waiting, the drops were the generator's; otherwise the
     target stalled, and its drops count against it."""
+    verdict = _judge(offered, r, flags, objective, scenario, most, vus)
+    if "host-steal" in flags and verdict.state != PASS:
+        return replace(verdict, why=f"{verdict.why}; the host stole CPU time meanwhile (host-steal)", again=True)
+    return verdict
+
+
+def _judge(offered: float, r: LoadResult, flags: list[str], objective: Objective, scenario: Scenario,
+           most: float | None, vus: int | None) -> Verdict:
     own_lag_known = r.send_lag_p99 == r.send_lag_p99
     if "loadgen-saturated" in flags or ("loadgen-cpus-busy" in flags and not own_lag_known):
         return Verdict(LIMIT, "the load generator's CPUs were saturated")
@@ -93,7 +105,7 @@ def judge(offered: float, r: LoadResult, flags: list[str], objective: Objective,
     if latency > bound and r.send_lag_p99 > CLOSE * bound and latency - r.send_lag_p99 <= bound:
         return Verdict(LIMIT, f"{label} {latency:,.1f} ms > {bound:g} ms, but the generator's own send lag read p99 "
                               f"{r.send_lag_p99:,.1f} ms ({r.late_sends or 0:,} arrivals sent late with a connection "
-                              f"idle): without it the objective may have held", close=True)
+                              f"idle): without it the objective may have held", again=True)
     if latency > bound:
         return Verdict(FAIL, f"{label} {latency:,.1f} ms > {bound:g} ms", close)
     return Verdict(PASS, f"{label} {latency:,.1f} ms <= {bound:g} ms", close)
@@ -145,13 +157,12 @@ class Search:
         return len(self.probes) >= 2 and self.probes[-2][0] == self.probes[-1][0]
 
     def _second_decides(self, i: int) -> bool:
-        """Whether probe i is one the search probes once more, the second deciding: one failed by the
-        generator's own lag (the host took its CPU for tens of ms), and a failed first probe, which
-        meets a JVM whose warm-up may have ended at its cap still compiling (Spring MVC failed 500/s
-        with p50 5-6 ms in its first probe and passed 469/s with p50 0.4 ms in its fifth)."""
+        """Whether probe i is one the search probes once more, the second deciding: one its judge asked
+        again for (failed by the generator's own lag, or under host steal), and a failed first probe,
+        which meets a JVM whose warm-up may have ended at its cap still compiling (Spring MVC failed
+        500/s with p50 5-6 ms in its first probe and passed 469/s with p50 0.4 ms in its fifth)."""
         verdict = self.probes[i][1]
-        return not self.retry_failures and ((verdict.state == LIMIT and verdict.close) or
-                                            (verdict.state == FAIL and i in (0, -len(self.probes))))
+        return not self.retry_failures and (verdict.again or (verdict.state == FAIL and i in (0, -len(self.probes))))
 
     def record(self, rate: float, verdict: Verdict) -> None:
         self.probes.append((rate, verdict))

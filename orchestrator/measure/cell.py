@@ -76,7 +76,8 @@ class WarmedUpCell:
         """Drive one load while sampling (and recording, when on), then make sure the target survived it."""
         s, server = self.settings, self.started.server
         probe = Probe(self.infra, server.pid, s.port) if self.infra else None
-        with self.recorder.load(name), Sampler(server, s.loadgen_cpus, probe=probe) as sampler:
+        with self.recorder.load(name), \
+                Sampler(server, s.loadgen_cpus, probe, self.environment.local_server_cpus) as sampler:
             result = drivers.get(self.profile.driver).run(load)
         if server.exit_code() is not None:
             raise TargetFailed(server_failure(f"target exited with {server.exit_code()} during the cell",
@@ -97,7 +98,9 @@ class WarmedUpCell:
         backends = off_contract(self.scenario, sample.evidence.per_request(result.requests)) if sample.evidence else []
         # Little's law ties rps and latency to the clients only in a closed loop of fixed size.
         return (cell_flags(concurrency, result, self.cores, closed_loop=self.profile.rules.closed_loop,
-                           loadgen_cpus_busy_pct=sample.loadgen_cpus_busy_pct, ceiling=self.ceiling)
+                           loadgen_cpus_busy_pct=sample.loadgen_cpus_busy_pct, ceiling=self.ceiling,
+                           steal_pct=max((v for v in (sample.loadgen_cpus_steal_pct, sample.server_cpus_steal_pct)
+                                          if v is not None), default=None))
                 + backends + result.flags + ([] if self.warm.steady else ["not-steady"]))
 
     def row(self, columns: dict, result: LoadResult, sample: ServerSample, flags: list[str]) -> dict:

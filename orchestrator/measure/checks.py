@@ -8,7 +8,14 @@ import psutil
 
 from orchestrator.drivers import processes
 from orchestrator.drivers.base import LoadResult
-from orchestrator.results.schema import LITTLE_HIGH, LITTLE_LOW, LOADGEN_SATURATED, MIN_REQUESTS, NEAR_CEILING
+from orchestrator.results.schema import (
+    HOST_STEAL,
+    LITTLE_HIGH,
+    LITTLE_LOW,
+    LOADGEN_SATURATED,
+    MIN_REQUESTS,
+    NEAR_CEILING,
+)
 
 
 def littles_law_ratio(concurrency: int, r: LoadResult) -> float:
@@ -36,7 +43,7 @@ def littles_law_holds(concurrency: int, r: LoadResult) -> bool:
 
 def cell_flags(concurrency: int, r: LoadResult, loadgen_cpus: int, server_alive: bool = True,
                closed_loop: bool = True, loadgen_cpus_busy_pct: float | None = None,
-               ceiling: float | None = None) -> list[str]:
+               ceiling: float | None = None, steal_pct: float | None = None) -> list[str]:
     """The flags of a measured window. Little's law is checked in a closed loop only: there the
     clients are the requests in flight; in a burst's tail or at an open rate they are not.
 
@@ -44,7 +51,9 @@ def cell_flags(concurrency: int, r: LoadResult, loadgen_cpus: int, server_alive:
     ran on the load-generator CPUs (`loadgen-cpus-busy`: Redis, MariaDB, a gateway's backend,
     softirq and the orchestrator share them; a full CPU there measured that CPU, not the server).
     `near-generator-ceiling`: above NEAR_CEILING of `ceiling`, what `bench calibrate` measured this
-    generator to reach on this machine, with the same CPUs, against a server faster than any target."""
+    generator to reach on this machine, with the same CPUs, against a server faster than any target.
+    `host-steal`: the host held the server's or the generator's vCPUs for more than HOST_STEAL of the
+    window (steal_pct, the larger of the two): the window measured the host's neighbours too."""
     flags = []
     if closed_loop and not littles_law_holds(concurrency, r):
         flags.append("littles-law")
@@ -57,6 +66,8 @@ def cell_flags(concurrency: int, r: LoadResult, loadgen_cpus: int, server_alive:
         flags.append("loadgen-saturated")
     if loadgen_cpus_busy_pct is not None and loadgen_cpus_busy_pct > 100 * LOADGEN_SATURATED:
         flags.append("loadgen-cpus-busy")
+    if steal_pct is not None and steal_pct > 100 * HOST_STEAL:
+        flags.append("host-steal")
     # the calibrated ceiling is one process's: workers that send at once reach as many times it
     if near_ceiling(r.rps, ceiling * r.loadgen_processes if ceiling else ceiling):
         flags.append("near-generator-ceiling")

@@ -6,7 +6,9 @@ are then taken over exactly the generator's own window (its start and length, wh
 reports), so that a generator's set-up, a warm-up's stragglers or a CSV being parsed never count:
 CPU seconds interpolated at the window's edges, RSS and threads the peaks of the polls inside it,
 GC and JIT compilation from the JVM's counters, the busy share of the load-generator CPUs from /proc/stat,
-and, with a probe, what Redis, MariaDB and the kernel counted (evidence.py).
+the share of the server's and the load generator's CPUs that the host stole (a virtual machine's vCPU
+held by its hypervisor: a capacity probed while it stole 23-32 % read 3 to 40 times off), and, with
+a probe, what Redis, MariaDB and the kernel counted (evidence.py).
 """
 from __future__ import annotations
 
@@ -34,12 +36,15 @@ class ServerSample:
     jit_time_s: float | None = None
     switches: float | None = None                # times the server's threads were put on a CPU
     loadgen_cpus_busy_pct: float | None = None   # everything that ran on the load-generator CPUs
+    loadgen_cpus_steal_pct: float | None = None  # of their time, held by the host (steal)
+    server_cpus_steal_pct: float | None = None   # of the server's CPUs' time (None: not on this machine)
     evidence: Evidence | None = None             # the backends' and the kernel's counts (with a probe)
 
 
 @dataclass(frozen=True)
 class Point:
-    """One poll: the server's counters and the load-generator CPUs' busy and total jiffies."""
+    """One poll: the server's counters, the load-generator CPUs' busy, stolen and total jiffies, and the
+    server CPUs' stolen and total ones."""
     epoch_s: float
     cpu_s: float
     rss_bytes: int
@@ -52,23 +57,33 @@ class Point:
     cpus_total: int
     backends: Reading | None = None
     switches: int | None = None
+    cpus_steal: int = 0
+    server_steal: int = 0
+    server_total: int = 0
 
 
-def cpu_ticks(cpus: set[int]) -> tuple[int, int]:
-    """(busy, total) jiffies of the given CPUs since boot, from /proc/stat: everything that ran there
-    (every process, the kernel's softirq and interrupts, steal) counts as busy; idle and iowait do not."""
-    busy = total = 0
+def _cpu_jiffies() -> dict[int, list[int]]:
+    """Each CPU's jiffies since boot, from /proc/stat: user nice system idle iowait irq softirq steal."""
+    out = {}
     with open("/proc/stat") as f:
         for line in f:
-            if not line.startswith("cpu") or line.startswith("cpu "):
-                continue
-            name, *fields = line.split()
-            if int(name[3:]) not in cpus:
-                continue
-            values = [int(v) for v in fields[:8]]   # user nice system idle iowait irq softirq steal
-            total += sum(values)
-            busy += sum(values) - values[3] - values[4]
-    return busy, total
+            if line.startswith("cpu") and not line.startswith("cpu "):
+                name, *fields = line.split()
+                out[int(name[3:])] = [int(v) for v in fields[:8]]
+    return out
+
+
+def cpu_ticks(cpus: set[int], jiffies: dict[int, list[int]] | None = None) -> tuple[int, int]:
+    """(busy, total) jiffies of the given CPUs since boot: everything that ran there (every process,
+    the kernel's softirq and interrupts, steal) counts as busy; idle and iowait do not."""
+    values = [v for cpu, v in (jiffies or _cpu_jiffies()).items() if cpu in cpus]
+    return sum(sum(v) - v[3] - v[4] for v in values), sum(sum(v) for v in values)
+
+
+def steal_ticks(cpus: set[int], jiffies: dict[int, list[int]]) -> tuple[int, int]:
+    """(stolen, total) jiffies of the given CPUs since boot: time the host gave their vCPUs to others."""
+    values = [v for cpu, v in jiffies.items() if cpu in cpus]
+    return sum(v[7] for v in values), sum(sum(v) for v in values)
 
 
 IDLE_SERVER = 0.05   # of one core: a JVM with no load (GC, JIT, timers) stays well below it
@@ -118,10 +133,12 @@ class Sampler:
     """Context manager: polls the server and the load-generator CPUs for as long as it is open;
     window(t0, t1) gives the figures of any part of that time."""
 
-    def __init__(self, server: Server, loadgen_cpus: str = "0", probe: Probe | None = None):
+    def __init__(self, server: Server, loadgen_cpus: str = "0", probe: Probe | None = None,
+                 server_cpus: str | None = None):
         self.server = server
         self.probe = probe
         self.cpus = parse_cpus(loadgen_cpus)
+        self.server_cpus = parse_cpus(server_cpus) if server_cpus else set()   # empty: not on this machine
         self.timeline: list[Point] = []
         self.collector = ""
         self._stop = threading.Event()
@@ -134,11 +151,14 @@ class Sampler:
         gc = self.server.counters()
         if gc:
             self.collector = gc.collector
-        busy, total = cpu_ticks(self.cpus)
+        jiffies = _cpu_jiffies()
+        busy, total = cpu_ticks(self.cpus, jiffies)
+        server_steal, server_total = steal_ticks(self.server_cpus, jiffies)
         self.timeline.append(Point(u.at or time.time(), u.cpu_s, u.rss_bytes, max(u.threads, gc.threads if gc else 0),
                                    u.container_mem_bytes, gc.gc_count if gc else None,
                                    gc.gc_time_s if gc else None, gc.jit_time_s if gc else None, busy, total,
-                                   self.probe.read() if self.probe else None, u.switches))
+                                   self.probe.read() if self.probe else None, u.switches,
+                                   steal_ticks(self.cpus, jiffies)[0], server_steal, server_total))
 
     def _loop(self) -> None:
         while not self._stop.wait(INTERVAL_S):
@@ -186,10 +206,12 @@ class Sampler:
         if all(p.switches is not None for p in points):
             # of live threads: one that ended takes its count along, hence never below zero
             out.switches = max(0.0, _at(points, t1, lambda p: p.switches) - _at(points, t0, lambda p: p.switches))
-        total = _at(points, t1, lambda p: p.cpus_total) - _at(points, t0, lambda p: p.cpus_total)
-        if total > 0:
-            busy = _at(points, t1, lambda p: p.cpus_busy) - _at(points, t0, lambda p: p.cpus_busy)
-            out.loadgen_cpus_busy_pct = 100.0 * busy / total
+        def share(part, whole) -> float | None:
+            total = _at(points, t1, whole) - _at(points, t0, whole)
+            return 100.0 * (_at(points, t1, part) - _at(points, t0, part)) / total if total > 0 else None
+        out.loadgen_cpus_busy_pct = share(lambda p: p.cpus_busy, lambda p: p.cpus_total)
+        out.loadgen_cpus_steal_pct = share(lambda p: p.cpus_steal, lambda p: p.cpus_total)
+        out.server_cpus_steal_pct = share(lambda p: p.server_steal, lambda p: p.server_total)
         if self.probe:
             out.evidence = _evidence([p for p in points if p.backends], t0, t1, whole_load)
         return out

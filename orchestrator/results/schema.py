@@ -25,6 +25,9 @@ def percentile_label(key: str) -> str:
 LITTLE_LOW, LITTLE_HIGH = 0.75, 1.25   # rps x mean latency / connections, in a closed loop
 LOADGEN_SATURATED = 0.90   # of the generator's CPUs: its own processes, or everything that ran there
 MIN_REQUESTS = 100
+# of the server's or the load generator's CPUs' time taken by the host (steal): a calm host here steals
+# 0-2 %, a busy one 17-32 % in bursts, when a window reads the host's neighbours, not the target
+HOST_STEAL = 0.05
 NEAR_CEILING = 0.8         # of a generator's calibrated ceiling: above it the cell may measure the generator
 # Backend work per request (evidence.py): interpolating a ramp step's edges blurs a count by far
 # less; a second statement per request is +1.
@@ -79,6 +82,9 @@ ROW_TYPES = [
     # the generator's own CPU per second it ran, in % of one CPU; Locust's workers: the busiest one
     ("loadgen_cpu_pct", "float64"),
     ("loadgen_cpus_busy_pct", "float64"),  # everything that ran on the load-generator CPUs, in % of them
+    # of the load-generator and the server CPUs' time, what the host gave their vCPUs to others (the
+    # server's: null where it runs on another machine); above HOST_STEAL the cell is flagged host-steal
+    ("loadgen_cpus_steal_pct", "float64"), ("server_cpus_steal_pct", "float64"),
     ("littles_ratio", "float64"), ("check_flags", "string"),
     # ramp (Locust): the step's users that got at least one response in it; fewer than `concurrency`
     # means some waited the whole step on one request (flag users-unanswered)

@@ -96,6 +96,11 @@ class Environment:
         return self.runtime.host or "127.0.0.1"
 
     @property
+    def local_server_cpus(self) -> str | None:
+        """The server's CPUs when it runs on this machine (None on a remote engine's, out of sight here)."""
+        return None if self.runtime.host else self.settings.server_cpus
+
+    @property
     def server_netns(self) -> str | None:
         return self.net.namespace(self.topology.server) if self.net else None
 
