@@ -41,7 +41,8 @@ from orchestrator.infra.interrupts import quiet_sigterm
 from orchestrator.measure.capacity import FAIL, LIMIT, PASS, Search, Verdict, judge, vus_for
 from orchestrator.measure.ceilings import entries, store
 from orchestrator.measure.checks import busy_processes
-from orchestrator.measure.sampling import settle
+from orchestrator.measure.sampling import settle, steal_since
+from orchestrator.results.schema import HOST_STEAL
 from orchestrator.results.store import machine_key
 from orchestrator.targets.jvm import cpu_count, parse_cpus
 
@@ -122,9 +123,10 @@ def open_model(name: str, servers: list[psutil.Process], port: int, loadgen_cpus
         vus = vus_for(rate, Objective(), SCENARIO, OPEN_MAX_VUS)
         spec = LoadSpec(port=port, scenario=SCENARIO, concurrency=vus, duration_s=window_s, rate=rate,
                         cpus=loadgen_cpus, timeout_s=10.0, out_dir=work / f"{name}-open")
-        before = nginx.cpu_s(servers)
+        before, (stolen, _) = nginx.cpu_s(servers), steal_since(quiet)
         r = gen.run(spec)
         server_pct = 100 * (nginx.cpu_s(servers) - before) / r.duration_s / len(servers)
+        steal_pct = steal_since(quiet, stolen)[1]
         verdict = judge(rate, r, [], OPEN, SCENARIO, None)
         if verdict.state == LIMIT:   # against nginx every failure is the generator's: probed again as one
             verdict = Verdict(FAIL, verdict.why)
@@ -137,9 +139,12 @@ def open_model(name: str, servers: list[psutil.Process], port: int, loadgen_cpus
                        "p50_ms": round(r.latency_p50, 2), "p99_ms": round(r.latency_p99, 2),
                        "generator_cpu_pct": round(100 * r.loadgen_cpus_used / cpu_count(loadgen_cpus), 1),
                        "server_cpu_pct": round(server_pct, 1), "settled_s": settled_s,
+                       "steal_pct": None if steal_pct is None else round(steal_pct, 1),
                        "verdict": f"{verdict.state}: {verdict.why}"})
         waited = f", after {settled_s:g} s waiting for quiet CPUs" if settled_s > 1 else ""
-        say(f"[dim]  {name} open model at {rate:,.0f}/s: {verdict.state} ({escape(verdict.why)}{waited})[/]")
+        # a host that steals the vCPUs makes pacer late on time of its own: the reader sees why
+        stole = f", the host stole {steal_pct:.0f} % of the CPUs" if steal_pct and steal_pct > 100 * HOST_STEAL else ""
+        say(f"[dim]  {name} open model at {rate:,.0f}/s: {verdict.state} ({escape(verdict.why)}{waited}{stole})[/]")
     lag = f", send lag p99 <= {OPEN_LAG_MS:g} ms" if any(p["send_lag_p99_ms"] is not None for p in probes) else ""
     capped = needed if needed and search.limit == needed and search.low >= needed else None
     return {"open_ceiling_rps": round(search.low), "open_outcome": search.outcome(), "open_capped_at": capped,

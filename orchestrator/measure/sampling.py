@@ -86,6 +86,13 @@ def steal_ticks(cpus: set[int], jiffies: dict[int, list[int]]) -> tuple[int, int
     return sum(v[7] for v in values), sum(sum(v) for v in values)
 
 
+def steal_since(cpus: set[int], before: tuple[int, int] | None = None) -> tuple[tuple[int, int], float | None]:
+    """The given CPUs' (stolen, total) jiffies now, and the % of their time stolen since `before`."""
+    now = steal_ticks(cpus, _cpu_jiffies())
+    total = now[1] - before[1] if before else 0
+    return now, (100.0 * (now[0] - before[0]) / total if total > 0 else None)
+
+
 IDLE_SERVER = 0.05   # of one core: a JVM with no load (GC, JIT, timers) stays well below it
 IDLE_CPUS = 0.10     # of the load-generator CPUs' time: idle Redis, MariaDB and wires stay well below it
 
