@@ -14,6 +14,10 @@ from orchestrator.config.scenarios import Scenario
 from orchestrator.drivers import get
 from orchestrator.drivers.base import LoadResult, LoadSpec
 from orchestrator.drivers.pacer import WAITED, behind_schedule, read_records
+from orchestrator.measure.sampling import steal_since
+from orchestrator.results.schema import HOST_STEAL
+
+CPU0 = {0}   # pacer's CPU in these tests
 
 
 class Server:
@@ -90,17 +94,24 @@ def pace(tmp_path, port, rate=200, duration_s=1.0, concurrency=16, scenario=None
     return get("pacer").run(spec), read_records(tmp_path / f"pacer-{spec.stem}.records")
 
 
+def on_time(r, steal_since_start) -> bool:
+    """pacer's own send lag p99 within 5 ms, this machine's timer's slack; unless the host stole its CPU
+    meanwhile (a hypervisor that holds the vCPU for tens of ms makes any sender late: 19.7 ms read so)."""
+    return r.send_lag_p99 < 5 or steal_since(CPU0, steal_since_start)[1] > 100 * HOST_STEAL
+
+
 def length(body=b"hello", status="200 OK", extra=""):
     return f"HTTP/1.1 {status}\r\nContent-Length: {len(body)}\r\n{extra}\r\n".encode() + body
 
 
 def test_every_arrival_is_answered_on_schedule_over_kept_alive_connections(serve, tmp_path):
     server = serve(lambda n: length())
+    stolen = steal_since(CPU0)[0]
     r, rec = pace(tmp_path, server.port)
     assert r.requests == len(rec) == 200 and r.rps == 200 and r.dropped == 0 and not r.errors, r
     assert "rate-not-met" not in r.flags, r
     # sent on time, give or take this machine's timer (it wakes a sleeper 0.1-0.5 ms late, at p99)
-    assert r.send_lag_p99 < 5 and r.late_sends <= 10, r
+    assert on_time(r, stolen) and r.late_sends <= 10, r
     assert server.connections <= 16 and server.count == 200
     # arrival i was due at i / rate, and that is where its latency starts
     assert rec["intended_ns"][10] == 50_000_000 and rec["intended_ns"][-1] == 995_000_000
@@ -149,6 +160,7 @@ def test_a_stalled_server_queues_arrivals_and_their_wait_counts_in_full(serve, t
     3 in 10 took at least 25 ms; a generator that timed from the send (coordinated omission) would
     read a mean of 5 ms and 1 in 10."""
     server = serve(lambda n: length(), delay=lambda n: 0.05 if n % 10 == 0 else 0.0)
+    stolen = steal_since(CPU0)[0]
     r, rec = pace(tmp_path, server.port, rate=100, duration_s=1.0, concurrency=1)
     lat_ms = rec["latency_ns"] / 1e6
     assert r.requests == 100 and r.dropped == 0, r
@@ -158,7 +170,7 @@ def test_a_stalled_server_queues_arrivals_and_their_wait_counts_in_full(serve, t
     # server's doing, not pacer's own
     waited = rec["flags"] & WAITED != 0
     assert 30 <= waited.sum() <= 55 and np.median(rec["lag_us"][waited]) >= 10_000, rec["lag_us"][waited]
-    assert r.send_lag_p99 < 5, r
+    assert on_time(r, stolen), r
 
 
 def test_a_server_that_refuses_connections_gets_every_arrival_dropped_not_a_hang(tmp_path):

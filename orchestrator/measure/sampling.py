@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 
 from orchestrator.measure.evidence import COUNTERS, GAUGES, Evidence, Probe, Reading
+from orchestrator.results.schema import HOST_STEAL
 from orchestrator.targets.jvm import parse_cpus
 from orchestrator.targets.runtimes import Server
 
@@ -99,24 +100,28 @@ IDLE_CPUS = 0.10     # of the load-generator CPUs' time: idle Redis, MariaDB and
 
 def settle(server: Server | None, loadgen_cpus: set[int], max_s: float = 30.0, step_s: float = 0.5) -> float:
     """Wait until the server (if one runs) and the load-generator CPUs are quiet for step_s (up to
-    max_s); returns the seconds waited. Requests the last load left queued keep the server or the
-    database busy after the generator stops, and a round trip probed meanwhile (on those CPUs, through
-    wires that run there) reads their contention, not the link."""
+    max_s), and the host steals no more than HOST_STEAL of those CPUs; returns the seconds waited.
+    Requests the last load left queued keep the server or the database busy after the generator
+    stops, and a round trip probed meanwhile (on those CPUs, through wires that run there) reads their
+    contention, not the link; a host that holds the vCPUs makes any probe read the host."""
     def cpu_s() -> float | None:
         u = server.usage() if server else None
         return u.cpu_s if u else (None if server else 0.0)
 
     t0 = time.monotonic()
-    last, ticks = cpu_s(), cpu_ticks(loadgen_cpus)
+    last, jiffies = cpu_s(), _cpu_jiffies()
     while last is not None and time.monotonic() - t0 < max_s:
         time.sleep(step_s)
-        now, now_ticks = cpu_s(), cpu_ticks(loadgen_cpus)
+        now, now_jiffies = cpu_s(), _cpu_jiffies()
         if now is None:
             break
-        busy, total = now_ticks[0] - ticks[0], now_ticks[1] - ticks[1]
-        if now - last <= IDLE_SERVER * step_s and busy <= IDLE_CPUS * total:
+        (busy0, total0), (busy1, total1) = cpu_ticks(loadgen_cpus, jiffies), cpu_ticks(loadgen_cpus, now_jiffies)
+        stolen = steal_ticks(loadgen_cpus, now_jiffies)[0] - steal_ticks(loadgen_cpus, jiffies)[0]
+        # steal counts as busy in cpu_ticks: a quiet CPU the host holds is told apart by it
+        if now - last <= IDLE_SERVER * step_s and busy1 - busy0 - stolen <= IDLE_CPUS * (total1 - total0) \
+                and stolen <= HOST_STEAL * (total1 - total0):
             break
-        last, ticks = now, now_ticks
+        last, jiffies = now, now_jiffies
     return round(time.monotonic() - t0, 2)
 
 
