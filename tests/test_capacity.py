@@ -3,10 +3,12 @@ whose capacity is known, 16 threads sleeping 100 ms = 160 requests/s (slow)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
+import numpy as np
 import pandas as pd
 import pytest
-from conftest import PORTS, bench
+from conftest import PORTS, ROOT, bench
 
 from orchestrator.config import profiles
 from orchestrator.config.objective import Objective, parse_slo
@@ -123,8 +125,11 @@ def test_a_fixed_pool_of_16_threads_sleeping_100_ms_has_a_capacity_of_160_per_se
     ceilings.store(results_dir, host_info(), {"pacer": {"open_ceiling_rps": 1000.0, "server_cpus": "1",
                                                         "loadgen_cpus": "0", "seeded": "test_capacity"}})
     # one warm-up window: at the common rate (500/s) a pool that serves 160/s is never steady, and its
-    # warm-up ran to the profile's 60-s cap (50 s of the test's 86 s)
-    r = bench("run", *PORTS, "-f", "fixture:pool-16", "-s", "sleep", "-p", "capacity", "--duration", "2s",
+    # warm-up ran to the profile's 60-s cap (50 s of the test's 86 s); a spike of 2 s, 8 s to recover
+    profile = results_dir.parent / "capacity-spike.toml"
+    profile.write_text((ROOT / "orchestrator/config/profiles/capacity.toml").read_text()
+                       + 'spike = "2s"\nrecovery_window = "8s"\n')
+    r = bench("run", *PORTS, "-f", "fixture:pool-16", "-s", "sleep", "-p", str(profile), "--duration", "2s",
               "--warmup", "2s", "--warmup-max", "2s", "--results-dir", str(results_dir))
     assert r.returncode == 0, r.stdout + r.stderr
     df = results.load(root=results_dir)
@@ -137,13 +142,44 @@ def test_a_fixed_pool_of_16_threads_sleeping_100_ms_has_a_capacity_of_160_per_se
     meta = results.load_meta(results.find_run(None, results_dir))
     assert meta["generator_open_ceilings"] == {"pacer": 1000.0} and "is not calibrated" not in " ".join(r.stdout.split())
     assert meta["tools"]["pacer"].startswith("pacer (pacer.c sha256 ")   # the executable the run drove
-    assert set(probes["verdict"].str.split(":").str[0]) == {"pass", "fail"}
+    spike = probes[probes["verdict"].str.startswith("spike")]
+    probes = probes.drop(spike.index)
+    search, over = probes[probes["overload_factor"].isna()], probes[probes["overload_factor"].notna()]
+    assert set(search["verdict"].str.split(":").str[0]) == {"pass", "fail"}
     assert (found["cpu_ms_per_request"] > 0) and found["rps_per_mib"] > 0
+    # past the knee, at 1.25, 1.5 and 2 x the capacity found: the pool still answers its 160/s, but its
+    # queue, unbounded, makes every answer later than the objective within a fraction of a second, so
+    # its goodput collapses while its rps holds; below the knee goodput is what was answered
+    assert over["overload_factor"].tolist() == [1.25, 1.5, 2.0] and over["step"].min() == len(search) + 1
+    assert over["rate"].tolist() == [round(found["capacity_low_rps"] * f) for f in (1.25, 1.5, 2.0)]
+    at_2x = over.iloc[-1]
+    assert 0.8 * 160 <= at_2x["rps"] <= 1.3 * 160 and at_2x["goodput_rps"] < 0.5 * found["capacity_low_rps"], at_2x
+    passed = search[search["verdict"].str.startswith("pass")]
+    assert (passed["goodput_rps"] >= 0.98 * passed["rps"]).all(), passed[["rate", "rps", "goodput_rps"]]
+    assert found["overload_verdict"].startswith("collapses: at 2x its capacity"), found["overload_verdict"]
+    assert "past the knee, collapses" in " ".join(r.stdout.split())
+    # the spike: 2 s at half the capacity (80/s), 2 s at twice it (320/s), then 80/s. The pool serves
+    # 160/s, so the spike leaves about 320 arrivals queued, which drain at 160 - 80 = 80/s: the arrivals
+    # due about 4 s after the spike's end are the first not to wait behind it (theory: 3.9 s)
+    (spiked,) = spike.itertuples()
+    assert spiked.rate == round(2 * found["capacity_low_rps"]) and 3 <= spiked.recovery_s <= 6, spiked
+    assert found["recovery_s"] == spiked.recovery_s and f"recovered {spiked.recovery_s:g} s after it" in spiked.verdict
+    ts = results.load_timeseries(results.find_run(None, results_dir))
+    assert ts["t_s"].tolist() == list(range(12)) and ts["step"].tolist() == [1, 1, 2, 2] + [3] * 8
+    assert ts["offered_per_s"].tolist() == [round(found["capacity_low_rps"] / 2)] * 2 \
+        + [round(2 * found["capacity_low_rps"])] * 2 + [round(found["capacity_low_rps"] / 2)] * 8
+    # the seconds before the recovery failed the objective, those from it on met it, as the row says
+    after = ts[ts["t_s"] >= 4]
+    first = int(4 + spiked.recovery_s)
+    assert (after[after["t_s"] >= first]["p99_ms"] <= 150).all() and after[after["t_s"] == first - 1]["p99_ms"].iloc[0] > 150
+    assert ts["server_threads"].notna().all() and ts["goodput_per_s"].max() <= ts["offered_per_s"].max()
     assert "capacity 1" in r.stdout
     report = bench("report", results.find_run(None, results_dir).name, "--results-dir", str(results_dir))
     assert report.returncode == 0, report.stdout + report.stderr
     md = (results.find_run(None, results_dir) / "report.md").read_text()
     assert "## Capacity at the objective" in md and "| fixture:pool-16 | 1" in md
+    assert "### Past the knee: overload" in md and "collapses: at 2x" in md
+    assert "### Recovery from a spike" in md and (results.find_run(None, results_dir) / "report-sleep-spike.png").exists()
     assert (results.find_run(None, results_dir) / "report-sleep-capacity.png").stat().st_size > 10_000
 
 
@@ -182,6 +218,15 @@ def test_capacity_across_fresh_jvms_is_the_interval_they_support_together_and_or
     assert "above virtual" not in line and "above webflux" not in line
     apart = pd.DataFrame([found("a", 1000, 1100, 1), found("b", 1050, 1200, 1)])
     assert capacity_report.ordering(apart) == ["sleep: no target's capacity is above another's in every JVM"]
+    # a search that met the host stealing the CPUs: shown flagged, and ordered above nothing
+    from orchestrator.config.kinds.capacity import capacity_flags
+    flags = capacity_flags({"check_flags": "not-steady"}, [{"check_flags": "host-steal,littles-law"}], "found")
+    assert flags == ["not-steady", "host-steal", "capacity-found"]
+    stolen = rows.assign(check_flags=["", "", "", "", "", ""])
+    stolen.loc[stolen["target"] == "virtual", "check_flags"] = ",".join(flags)
+    assert capacity_report.capacity_table(stolen).set_index("target (capacity in req/s)")["sleep"]["virtual"] == \
+        "5,000 – 5,500 ⚠ host-steal; 5,250 – 5,500 ⚠ host-steal"
+    assert "virtual" not in capacity_report.ordering(stolen)[0]
 
 
 def test_a_ceiling_measured_up_to_a_cap_serves_only_searches_below_it():
@@ -263,3 +308,46 @@ def test_a_probe_that_failed_while_the_host_stole_the_cpus_is_probed_again_and_t
     assert s.next_rate() == 4000 and s.high is None       # not believed yet
     s.record(4000, Verdict(PASS, ""))
     assert s.low == 4000 and s.next_rate() == 8000
+
+
+def test_past_the_knee_goodput_that_holds_is_graceful_and_one_that_does_not_collapses_with_its_evidence():
+    from orchestrator.config.kinds.capacity import overload_verdict
+    def probe(goodput, **kw):
+        return {"overload_factor": 2.0, "rate": 2000.0, "goodput_rps": goodput, "rps": 1000.0, "latency_p50_ms": 3.0,
+                "latency_p99_ms": 40.0, "errors_status": 1000, "dropped": 0, "server_cpu_pct": 99.0,
+                "server_peak_threads": 220, "tcp_accept_queue_peak": 0, "gc_time_ms": 12.0, **kw}
+    # a server that sheds what it cannot serve (1,000 fast 503s a second) keeps its 1,000/s within the objective
+    shed = overload_verdict(1000.0, [probe(950.0)])
+    assert shed.startswith("graceful: at 2x its capacity (2,000/s) goodput held 95 % of it (") and "1,000 errors" in shed
+    # one that queues: answered late, or not at all
+    queued = overload_verdict(1000.0, [probe(600.0, rate=1250.0, overload_factor=1.25),
+                                       probe(80.0, errors_status=0, dropped=1500, tcp_accept_queue_peak=128)])
+    assert queued.startswith("collapses: at 2x its capacity (2,000/s) goodput held 8 % of it")
+    assert "1,500 dropped" in queued and "accept queue peak 128" in queued and "threads 220" in queued
+    # no overload probes, or a generator that keeps no latencies (k6): no verdict rather than a guess
+    assert overload_verdict(1000.0, []) is None and overload_verdict(1000.0, [probe(None)]) is None
+    from orchestrator.drivers.base import ARRIVAL
+    # within 50 ms and below 400: 3 of these 6 arrivals (a 503 and an arrival never sent are not), in 2 s
+    arrivals = np.array([(0.1, 1.0, 200), (0.5, 20.0, 200), (1.0, 49.9, 200), (1.2, 300.0, 200), (1.5, 2.0, 503),
+                         (1.9, 0.0, -4)], dtype=ARRIVAL)
+    r = LoadResult(requests=5, duration_s=2.0, arrivals=arrivals)
+    assert r.goodput(50.0) == 1.5 and math.isnan(LoadResult(requests=4, duration_s=2.0).goodput(50.0))
+
+
+def test_recovery_counts_from_the_spikes_end_to_the_first_second_from_which_every_one_met_the_objective():
+    from orchestrator.config.kinds.capacity import recovery_s
+    from orchestrator.drivers.base import ARRIVAL
+    # 1 s at 10/s answered in 5 ms, 1 s at 40/s of which the last 30 wait 2 s, then 10/s: the arrivals
+    # of second 2 are answered in 900 ms (the backlog), of second 3 in 5 ms; one never sent in second 4
+    rows = [(t + i / 10, 5.0, 200) for t in (0,) for i in range(10)]
+    rows += [(1 + i / 40, 5.0 if i < 10 else 2000.0, 200) for i in range(40)]
+    rows += [(2 + i / 10, 900.0, 200) for i in range(10)] + [(3 + i / 10, 5.0, 200) for i in range(10)]
+    rows += [(4 + i / 10, 5.0, 200) for i in range(9)] + [(4.9, 0.0, -4)]
+    r = LoadResult(requests=79, duration_s=5.0, arrivals=np.array(rows, dtype=ARRIVAL))
+    seconds = r.per_second(50.0)
+    assert [s["offered"] for s in seconds] == [10, 40, 10, 10, 10] and [s["goodput"] for s in seconds] == [10, 10, 0, 10, 9]
+    assert seconds[4]["failed"] == seconds[4]["dropped"] == 1 and seconds[1]["p99_ms"] == 2000.0
+    # spike over at 2 s: second 2 still drained the backlog, 3 met the objective, 4 lost 1 of 10 (budget 10 %)
+    assert recovery_s(seconds, 2.0, 50.0, 0.1) == 1.0
+    assert recovery_s(seconds, 2.0, 50.0, 0.001) is None          # a lost arrival at the end: not recovered
+    assert recovery_s(seconds, 2.0, 1000.0, 0.1) == 0.0           # 900 ms met a 1-s objective at once

@@ -87,10 +87,10 @@ def serve():
         s.close()
 
 
-def pace(tmp_path, port, rate=200, duration_s=1.0, concurrency=16, scenario=None, timeout_s=5.0):
+def pace(tmp_path, port, rate=200, duration_s=1.0, concurrency=16, scenario=None, timeout_s=5.0, then=()):
     scenario = scenario or Scenario("t", "GET", "/t", 200, "text/plain")
     spec = LoadSpec(port=port, scenario=scenario, concurrency=concurrency, duration_s=duration_s, cpus="0",
-                    timeout_s=timeout_s, out_dir=tmp_path, rate=rate)
+                    timeout_s=timeout_s, out_dir=tmp_path, rate=rate, then=then)
     return get("pacer").run(spec), read_records(tmp_path / f"pacer-{spec.stem}.records")
 
 
@@ -190,3 +190,15 @@ def test_its_own_lag_flags_a_cell_only_where_it_could_move_the_figures():
     assert not behind_schedule(LoadResult(requests=1, duration_s=1, latency_p99=50.0, send_lag_p99=1.5))
     assert not behind_schedule(LoadResult(requests=1, duration_s=1, latency_p99=3.0, send_lag_p99=0.4))
     assert not behind_schedule(LoadResult(requests=1, duration_s=1, latency_p99=3.0))   # k6: not known
+
+
+def test_a_schedule_of_segments_changes_rate_inside_one_window(serve, tmp_path):
+    # a spike's shape: 100/s for 0.5 s, 400/s for 0.5 s, 100/s for 1 s, each arrival due on its segment's clock
+    server = serve(lambda n: length())
+    r, rec = pace(tmp_path, server.port, rate=100, duration_s=0.5, then=((400, 0.5), (100, 1.0)))
+    assert len(rec) == 50 + 200 + 100 and r.duration_s == 2.0 and r.requests == 350 and "rate-not-met" not in r.flags, r
+    assert rec["intended_ns"][49] == 490_000_000 and rec["intended_ns"][50] == 500_000_000
+    assert rec["intended_ns"][51] == 502_500_000 and rec["intended_ns"][250] == 1_000_000_000
+    seconds = r.per_second(50.0)
+    assert [s["offered"] for s in seconds] == [250, 100] and [s["goodput"] for s in seconds] == [250, 100]
+    assert r.goodput(50.0) == 175.0

@@ -84,6 +84,7 @@ BAD_PROFILES = [
     ('kind = "throughput"\nconcurrency = [0]\n', "concurrency", "each 1 to 20,000"),
     ('kind = "throughput"\nduration = "soon"\n', "duration", "is not a duration"),
     ('kind = "rate"\n', "rates", "must be a whole number or a list"),
+    ('kind = "capacity"\noverload = [0.5, 2]\n', "overload", "each above 1 and at most 10"),
     ('kind = "ramp"\n', "ramp", "needs a [ramp] table"),
     ('kind = "ramp"\n[ramp]\nstart_users = 5\nstep_users = 5\nstep_duration = "1s"\nsteps = 0\n', "ramp.steps",
      "at least 1"),

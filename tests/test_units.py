@@ -217,12 +217,16 @@ def test_the_measured_window_is_cut_out_of_the_polls():
     assert w.peak_rss_bytes == 107 and w.peak_threads == 17     # the polls inside, not the lifetime
     assert w.gc_count == 4 - 1 and abs(w.loadgen_cpus_busy_pct - 50) < 1e-9
     assert w.loadgen_cpus_steal_pct == pytest.approx(3) and w.server_cpus_steal_pct == pytest.approx(20)
+    assert w.steal_peak_pct == pytest.approx(40)     # the worst poll interval, not the window's mean
     # a server on another machine: none of its CPUs is this machine's, and their steal is unknown
     s.timeline = [replace(p, server_steal=0, server_total=0) for p in s.timeline]
     assert s.window(2.5, 7.5).server_cpus_steal_pct is None
     # above HOST_STEAL of either CPU set's time the window is flagged: it measured the host's neighbours too
     ok = result(1000, 64.0)
     assert "host-steal" in cell_flags(64, ok, 1, steal_pct=20.0) and "host-steal" not in cell_flags(64, ok, 1, steal_pct=3.0)
+    # or one hold of 60 ms or more in a 0.25-s poll, though it is a few % of the window
+    assert "host-steal" in cell_flags(64, ok, 1, steal_pct=4.8, steal_peak_pct=76.0)
+    assert "host-steal" not in cell_flags(64, ok, 1, steal_pct=1.0, steal_peak_pct=12.0)
 
 
 def test_backend_evidence_is_cut_out_of_the_polls_and_checked_against_the_contract():

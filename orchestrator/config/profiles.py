@@ -51,6 +51,13 @@ class Profile:
     common_rate: int = 500
     resolution: float = 0.05
     max_probes: int = 12
+    # capacity: multiples of the found capacity at which the target is then measured past its knee
+    # (overload probes: goodput, errors, drops, queues), the last one judging graceful or collapsing
+    overload: tuple[float, ...] = (1.25, 1.5, 2.0)
+    # capacity: then a spike (0: none): spike_s at half the capacity, spike_s at twice it, then
+    # recovery_window_s at half again, timed per second (recovery_s)
+    spike_s: float = 10.0
+    recovery_window_s: float = 30.0
     source: str = ""                        # the file it came from
 
     @property

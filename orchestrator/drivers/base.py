@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import abc
+import math
 import os
 import subprocess
 import time
@@ -55,6 +56,14 @@ class LoadSpec:
     # they connect to master_host:master_port (0: a free port, for workers started here)
     workers_elsewhere: bool = False
     master_port: int = 0
+    # open model (pacer): segments that follow the first `duration_s` at `rate`, (rate, seconds) each,
+    # in one window (a spike: 500/s for 10 s, then 2,000/s for 10 s, then 500/s for 30 s)
+    then: tuple[tuple[float, float], ...] = ()
+
+    @property
+    def total_s(self) -> float:
+        """The whole window: the first segment and every one after it."""
+        return self.duration_s + sum(seconds for _, seconds in self.then)
 
     @property
     def url(self) -> str:
@@ -64,7 +73,19 @@ class LoadSpec:
     def stem(self) -> str:
         """A file name stem for this load's files, distinct per scenario and level."""
         level = f"r{self.rate:g}" if self.rate else f"c{self.concurrency}"
-        return f"{self.scenario.name}-{level}"
+        return f"{self.scenario.name}-{level}" + "".join(f"-r{r:g}x{s:g}" for r, s in self.then)
+
+
+# One arrival of an open model, as LoadResult.arrivals keeps it: due (s from the window's start), its
+# latency from then (ms; 0 without an answer) and its HTTP status, or a negative code without an answer
+# (NOT_SENT: it was never sent, all connections busy until the timeout).
+ARRIVAL = [("due_s", "<f8"), ("latency_ms", "<f8"), ("status", "<i2")]
+NOT_SENT = -4
+
+
+def good(arrivals) -> np.ndarray:
+    """The arrivals answered with a status below 400."""
+    return (arrivals["status"] > 0) & (arrivals["status"] < 400)
 
 
 @dataclass
@@ -106,6 +127,9 @@ class LoadResult:
     late_sends: int | None = None
     send_lag_p99: float = float("nan")
     users_answered: int | None = None   # ramp: the users that got at least one response in the window
+    # open model, pacer: every arrival of the window (ARRIVAL: when it was due, its latency from then,
+    # its status), for goodput at an objective and per-second series; None: the driver keeps none
+    arrivals: np.ndarray | None = None
     flags: list[str] = field(default_factory=list)   # what the driver itself found suspect
     started_at: float = float("nan")                 # epoch seconds of the window's start
     steps: list["LoadResult"] = field(default_factory=list)   # ramp: one result per step
@@ -123,6 +147,34 @@ class LoadResult:
         span = max(self.duration_s, self.loadgen_wall_s) if self.loadgen_wall_s == self.loadgen_wall_s \
             else self.duration_s
         return self.loadgen_cpu_s / span if span > 0 else float("nan")
+
+    def goodput(self, bound_ms: float) -> float:
+        """Answers per second within bound_ms of their arrival's time, status below 400, of the arrivals
+        due in the window (NaN: the driver keeps no arrivals). Past its capacity a server's rps holds
+        while its latencies grow without bound: goodput says how much of that traffic still met the objective."""
+        if self.arrivals is None or self.duration_s <= 0:
+            return float("nan")
+        a = self.arrivals
+        return float((good(a) & (a["latency_ms"] <= bound_ms)).sum()) / self.duration_s
+
+    def per_second(self, bound_ms: float) -> list[dict]:
+        """One record per second of the window, by the arrivals due in it: offered, answered (status
+        below 400), goodput (of those, within bound_ms), failed (no answer, or status >= 400; dropped
+        included), dropped, and the p50, p95 and p99 of the answered (None: nothing answered)."""
+        if self.arrivals is None:
+            return []
+        a, out = self.arrivals, []
+        second = np.floor(a["due_s"]).astype(int)
+        for t in range(int(math.ceil(self.duration_s))):
+            mine = a[second == t]
+            ok = mine[good(mine)]
+            figures = latency_fields(ok["latency_ms"]) if len(ok) else {}
+            out.append({"t_s": t, "offered": len(mine), "answered": len(ok),
+                        "goodput": int((ok["latency_ms"] <= bound_ms).sum()), "failed": len(mine) - len(ok),
+                        "dropped": int((mine["status"] == NOT_SENT).sum()),
+                        "p50_ms": figures.get("latency_p50"), "p95_ms": figures.get("latency_p95"),
+                        "p99_ms": figures.get("latency_p99")})
+        return out
 
     @property
     def errors(self) -> int:

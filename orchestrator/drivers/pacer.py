@@ -21,7 +21,16 @@ import json
 from pathlib import Path
 
 from orchestrator import lazy
-from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generator
+from orchestrator.drivers.base import (
+    ARRIVAL,
+    NOT_SENT,
+    Driver,
+    DriverFailed,
+    LoadResult,
+    LoadSpec,
+    latency_fields,
+    run_generator,
+)
 from orchestrator.infra.procs import log_tail, require_tool
 from orchestrator.infra.tools import compiled
 
@@ -31,7 +40,7 @@ SOURCE = Path(__file__).resolve().parent / "pacer" / "pacer.c"
 # 24 bytes per arrival, as pacer.c writes them; flags WAITED: no connection was idle when it was due
 RECORD = [("intended_ns", "<u8"), ("latency_ns", "<u8"), ("lag_us", "<u4"), ("status", "<i2"), ("flags", "<u2")]
 WAITED = 1
-ERR_READ, ERR_TIMEOUT, ERR_DROPPED, ERR_WRITE = -2, -3, -4, -5
+ERR_READ, ERR_TIMEOUT, ERR_DROPPED, ERR_WRITE = -2, -3, NOT_SENT, -5
 TOLERANCE_US = 1000   # later than this after its time, with a connection idle, an arrival was sent late
 PRECONNECT = 64       # connections opened before the window (at most the concurrency)
 
@@ -77,10 +86,18 @@ def result_of(summary: dict, records, window_s: float) -> LoadResult:
         errors_status=int((answered & (status >= 400)).sum()), dropped=int((status == ERR_DROPPED).sum()),
         late_sends=int(summary["late"]),
         send_lag_p99=float(np.percentile(lag_ms, 99, method="inverted_cdf")) if lag_ms.size else float("nan"),
-        started_at=float(summary["started_at"]))
+        started_at=float(summary["started_at"]), arrivals=arrivals(records))
     for key, value in latency_fields(records["latency_ns"][good] / 1e6).items():
         setattr(result, key, value)
     return result
+
+
+def arrivals(records):
+    """pacer's records in the drivers' neutral form (base.ARRIVAL); its ERR_* codes are kept as statuses."""
+    out = np.empty(len(records), dtype=ARRIVAL)
+    out["due_s"], out["latency_ms"], out["status"] = records["intended_ns"] / 1e9, records["latency_ns"] / 1e6, \
+        records["status"]
+    return out
 
 
 def behind_schedule(r: LoadResult) -> bool:
@@ -101,11 +118,12 @@ class PacerDriver(Driver):
         req.write_bytes(request_bytes(spec))
         argv = [pacer, "--host", spec.host, "--port", str(spec.port), "--request", str(req),
                 "--rate", f"{spec.rate:g}", "--duration", f"{spec.duration_s:g}",
+                *[arg for rate, seconds in spec.then for arg in ("--then", f"{rate:g}:{seconds:g}")],
                 "--connections", str(spec.concurrency), "--timeout", f"{spec.timeout_s:g}",
                 "--preconnect", str(min(spec.concurrency, PRECONNECT)), "--tolerance-us", str(TOLERANCE_US),
                 "--records", str(records)]
         # its summary is its stdout: the log holds it, and its complaints
-        rc, wall_s, cpu_s = run_generator(argv, log, deadline_s=spec.duration_s + spec.timeout_s + 30, cpus=spec.cpus)
+        rc, wall_s, cpu_s = run_generator(argv, log, deadline_s=spec.total_s + spec.timeout_s + 30, cpus=spec.cpus)
         lines = log.read_text().splitlines() if log.exists() else []
         if rc != 0 or not lines or not records.exists():
             raise DriverFailed(f"pacer exited with {rc}: {log_tail(log, 5) or 'no output'}")
@@ -114,9 +132,9 @@ class PacerDriver(Driver):
         except ValueError as e:
             raise DriverFailed(f"pacer wrote an unreadable summary ({e}): {log}") from None
         summary.write_text(json.dumps(doc, indent=1) + "\n")
-        result = result_of(doc, read_records(records), spec.duration_s)
+        result = result_of(doc, read_records(records), spec.total_s)
         result.loadgen_cpu_s, result.loadgen_wall_s = cpu_s, wall_s   # its whole run's, from wait4
-        if result.dropped or result.rps < 0.95 * spec.rate:
+        if result.dropped or result.requests < 0.95 * doc["arrivals"]:
             result.flags.append("rate-not-met")
         if behind_schedule(result):
             result.flags.append("generator-behind-schedule")

@@ -19,10 +19,10 @@ from orchestrator.measure.ceilings import ceilings, cell_ceiling
 from orchestrator.measure.checks import cell_flags
 from orchestrator.measure.evidence import Probe, off_contract
 from orchestrator.measure.flight_recorder import CellRecorder
-from orchestrator.measure.sampling import Sampler, ServerSample
+from orchestrator.measure.sampling import Sampler, ServerSample, settle
 from orchestrator.measure.warmup import WarmUp, warm_up
 from orchestrator.targets.environment import Environment, Started
-from orchestrator.targets.jvm import cpu_count
+from orchestrator.targets.jvm import cpu_count, parse_cpus
 
 PROBE_TIMEOUT_S = 10.0
 
@@ -100,7 +100,7 @@ class WarmedUpCell:
         return (cell_flags(concurrency, result, self.cores, closed_loop=self.profile.rules.closed_loop,
                            loadgen_cpus_busy_pct=sample.loadgen_cpus_busy_pct, ceiling=self.ceiling,
                            steal_pct=max((v for v in (sample.loadgen_cpus_steal_pct, sample.server_cpus_steal_pct)
-                                          if v is not None), default=None))
+                                          if v is not None), default=None), steal_peak_pct=sample.steal_peak_pct)
                 + backends + result.flags + ([] if self.warm.steady else ["not-steady"]))
 
     def row(self, columns: dict, result: LoadResult, sample: ServerSample, flags: list[str]) -> dict:
@@ -109,8 +109,18 @@ class WarmedUpCell:
     def keep(self, name: str, results: list, rows: list[dict]) -> list[dict]:
         return self.recorder.add(name, results, rows)
 
-    def second(self, record: dict, sampler: Sampler) -> dict:
-        return rows_mod.second(self.base, record, sampler.window(record["epoch_s"], record["epoch_s"] + 1))
+    def calm(self) -> float:
+        """Wait (up to 30 s) until the server and the load CPUs are quiet and the host steals neither
+        the server's nor the generator's CPUs; the seconds waited."""
+        s, local = self.settings, self.environment.local_server_cpus
+        return settle(self.started.server, parse_cpus(s.loadgen_cpus),
+                      steal_cpus=parse_cpus(s.loadgen_cpus) | (parse_cpus(local) if local else set()))
+
+    def second(self, record: dict, sampler: Sampler, at: float | None = None) -> dict:
+        """A timeseries row: the driver's record of one second and the server's figures over it (from
+        `at`, epoch seconds, where the record's whole-second epoch_s would be off by a fraction)."""
+        start = record["epoch_s"] if at is None else at
+        return rows_mod.second(self.base, record, sampler.window(start, start + 1))
 
     def open_ceiling(self) -> float | None:
         return ceilings(results_dir=self.environment.results_root, loadgen_cpus=self.settings.loadgen_cpus,

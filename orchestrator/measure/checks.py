@@ -10,6 +10,7 @@ from orchestrator.drivers import processes
 from orchestrator.drivers.base import LoadResult
 from orchestrator.results.schema import (
     HOST_STEAL,
+    HOST_STEAL_PEAK,
     LITTLE_HIGH,
     LITTLE_LOW,
     LOADGEN_SATURATED,
@@ -43,7 +44,8 @@ def littles_law_holds(concurrency: int, r: LoadResult) -> bool:
 
 def cell_flags(concurrency: int, r: LoadResult, loadgen_cpus: int, server_alive: bool = True,
                closed_loop: bool = True, loadgen_cpus_busy_pct: float | None = None,
-               ceiling: float | None = None, steal_pct: float | None = None) -> list[str]:
+               ceiling: float | None = None, steal_pct: float | None = None,
+               steal_peak_pct: float | None = None) -> list[str]:
     """The flags of a measured window. Little's law is checked in a closed loop only: there the
     clients are the requests in flight; in a burst's tail or at an open rate they are not.
 
@@ -53,7 +55,8 @@ def cell_flags(concurrency: int, r: LoadResult, loadgen_cpus: int, server_alive:
     `near-generator-ceiling`: above NEAR_CEILING of `ceiling`, what `bench calibrate` measured this
     generator to reach on this machine, with the same CPUs, against a server faster than any target.
     `host-steal`: the host held the server's or the generator's vCPUs for more than HOST_STEAL of the
-    window (steal_pct, the larger of the two): the window measured the host's neighbours too."""
+    window (steal_pct, the larger of the two), or more than HOST_STEAL_PEAK of one poll interval
+    (steal_peak_pct): the window measured the host's neighbours too."""
     flags = []
     if closed_loop and not littles_law_holds(concurrency, r):
         flags.append("littles-law")
@@ -66,7 +69,7 @@ def cell_flags(concurrency: int, r: LoadResult, loadgen_cpus: int, server_alive:
         flags.append("loadgen-saturated")
     if loadgen_cpus_busy_pct is not None and loadgen_cpus_busy_pct > 100 * LOADGEN_SATURATED:
         flags.append("loadgen-cpus-busy")
-    if steal_pct is not None and steal_pct > 100 * HOST_STEAL:
+    if (steal_pct or 0) > 100 * HOST_STEAL or (steal_peak_pct or 0) > 100 * HOST_STEAL_PEAK:
         flags.append("host-steal")
     # the calibrated ceiling is one process's: workers that send at once reach as many times it
     if near_ceiling(r.rps, ceiling * r.loadgen_processes if ceiling else ceiling):

@@ -30,8 +30,9 @@ def capacity_line(row: dict) -> str:
     """The result of a search: the interval the capacity lies in, under the objective."""
     low, high = row["capacity_low_rps"], row.get("capacity_high_rps")
     span = f"{low:,.0f} to {high:,.0f}" if _present(high) else f"at least {low:,.0f}"
+    past = f"\n{'':<45} past the knee, {escape(row['overload_verdict'])}" if row.get("overload_verdict") else ""
     return (f"{row['target']:<34} {row['scenario']:<10} [bold]capacity {span} req/s[/] with {escape(row['slo'])} "
-            f"({row['verdict']})")
+            f"({row['verdict']}){past}")
 
 
 def result_line(row: dict) -> str:

@@ -57,6 +57,7 @@ def measured(base: dict, r: LoadResult, smp: ServerSample, flags: list[str]) -> 
         else _or_none(100.0 * r.loadgen_cpus_used),
         "loadgen_cpus_busy_pct": smp.loadgen_cpus_busy_pct,
         "loadgen_cpus_steal_pct": smp.loadgen_cpus_steal_pct, "server_cpus_steal_pct": smp.server_cpus_steal_pct,
+        "steal_peak_pct": smp.steal_peak_pct,
         "co_corrected_mean_ms": _or_none(r.co_corrected_mean), "co_corrected_p99_ms": _or_none(r.co_corrected_p99),
         "littles_ratio": littles_law_ratio(base["concurrency"], r), "check_flags": ",".join(flags),
         "users_answered": r.users_answered,
@@ -76,7 +77,8 @@ def second(base: dict, record: dict, smp: ServerSample) -> dict:
             "server_cpu_pct": 100.0 * smp.cpu_s if smp.cpu_s == smp.cpu_s else None,
             "server_rss_mb": smp.peak_rss_bytes / MiB if smp.peak_rss_bytes else None,
             "server_threads": smp.peak_threads or None,
-            "loadgen_cpus_busy_pct": smp.loadgen_cpus_busy_pct}
+            "loadgen_cpus_busy_pct": smp.loadgen_cpus_busy_pct,
+            "tcp_accept_queue_peak": smp.evidence.tcp_accept_queue_peak if smp.evidence else None}
 
 
 def _or_none(x: float) -> float | None:

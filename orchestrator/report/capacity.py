@@ -29,14 +29,21 @@ def _interval(row) -> str:
         return f"failed: {str(row['reason']).splitlines()[0][:60]}"
     low, high = row["capacity_low_rps"], row["capacity_high_rps"]
     span = f"{low:,.0f} – {high:,.0f}" if high == high and high is not None else f"≥ {low:,.0f}"
-    return span + OUTCOMES.get(row["verdict"], f" ({row['verdict']})")
+    stolen = " ⚠ host-steal" if _stolen(row) else ""
+    return span + OUTCOMES.get(row["verdict"], f" ({row['verdict']})") + stolen
+
+
+def _stolen(row) -> bool:
+    """Whether the host held the CPUs in some probe of the search (its interval may be the host's)."""
+    return "host-steal" in str(row.get("check_flags") or "").split(",")
 
 
 def across_jvms(rows: pd.DataFrame) -> tuple[float, float] | None:
     """The interval the repeats of one target and scenario (each a fresh JVM) support together:
     every JVM carried at least the lowest of their capacities and failed below the highest of their
-    breaks (inf: some JVM was not broken, the generator's limit). None when a repeat failed."""
-    if rows.empty or (rows["status"] != "ok").any():
+    breaks (inf: some JVM was not broken, the generator's limit). None when a repeat failed, or met
+    the host stealing the CPUs."""
+    if rows.empty or (rows["status"] != "ok").any() or any(_stolen(r) for _, r in rows.iterrows()):
         return None
     highs = rows["capacity_high_rps"].astype(float)
     return float(rows["capacity_low_rps"].min()), float("inf") if highs.isna().any() else float(highs.max())
@@ -77,9 +84,82 @@ def ordering(capacity: pd.DataFrame) -> list[str]:
     return out
 
 
+def past_the_knee(probes: pd.DataFrame) -> pd.Series:
+    """Which probe rows are not the search's: overload probes (at multiples of the capacity) and spikes."""
+    over = probes["overload_factor"].notna() if "overload_factor" in probes else pd.Series(False, index=probes.index)
+    return over | probes.index.isin(spikes(probes).index)
+
+
+def overload_table(probes: pd.DataFrame, capacity: pd.DataFrame) -> pd.DataFrame | None:
+    """Per target and scenario: goodput at each overload multiple of the capacity, in % of that
+    repeat's capacity (median over repeats), and each repeat's verdict. None: no overload probes."""
+    over = probes[probes["overload_factor"].notna()] if "overload_factor" in probes else probes.iloc[:0]
+    if over.empty:
+        return None
+    cap = capacity.set_index(["target", "scenario", "repeat"])["capacity_low_rps"]
+    held = over.assign(held=[100 * g / cap.get((t, s, r), float("nan")) if g == g and g is not None else float("nan")
+                             for t, s, r, g in zip(over["target"], over["scenario"], over["repeat"], over["goodput_rps"])])
+    table = held.pivot_table(index=["scenario", "target"], columns="overload_factor", values="held", aggfunc="median")
+    table.columns = [f"goodput @ {f:g}x (% of capacity)" for f in table.columns]
+    table = table.map(lambda v: f"{v:.0f} %" if v == v else "")
+    verdicts = capacity.dropna(subset=["overload_verdict"]).groupby(["scenario", "target"])["overload_verdict"].agg(
+        lambda v: " / ".join(v)) if "overload_verdict" in capacity else pd.Series(dtype=str)
+    return table.join(verdicts.rename("verdict (last multiple)"), how="left").fillna("").reset_index()
+
+
+def spikes(probes: pd.DataFrame) -> pd.DataFrame:
+    """The spike rows of a run's capacity cells (after the overload probes)."""
+    return probes[probes["verdict"].fillna("").str.startswith("spike")]
+
+
+def recovery_table(probes: pd.DataFrame) -> pd.DataFrame | None:
+    """Targets by scenarios: the seconds each JVM took to recover from its spike. None: no spikes."""
+    rows = spikes(probes)
+    if rows.empty:
+        return None
+    text = rows.sort_values("repeat").assign(
+        text=[f"{v:g} s" if v == v and v is not None else "did not recover" for v in rows["recovery_s"]])
+    table = text.groupby(["target", "scenario"])["text"].agg("; ".join).unstack("scenario")
+    return table.reset_index().rename(columns={"target": "target (recovery after the spike)"}).fillna("")
+
+
+def spike_chart(ts: pd.DataFrame, scenario: str, colors: dict, bound_ms: float | None) -> Figure | None:
+    """Per second of each target's spike (its first repeat): offered and goodput above, p99 below with
+    the objective dashed and the spike shaded."""
+    if "offered_per_s" not in ts:
+        return None
+    rows = ts[(ts["scenario"] == scenario) & ts["offered_per_s"].notna()]
+    if rows.empty:
+        return None
+    fig = figure.Figure(figsize=(9, 5.6), dpi=110, layout="constrained")
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    for target, mine in rows.groupby("target"):
+        first = mine[mine["repeat"] == mine["repeat"].min()].sort_values("t_s")
+        color = colors.get(target, "k")
+        top.plot(first["t_s"], first["goodput_per_s"], "-", color=color, label=f"{target} goodput", lw=1.4)
+        top.plot(first["t_s"], first["offered_per_s"], ":", color=color, lw=1.0)
+        bottom.plot(first["t_s"], first["p99_ms"], "-", color=color, lw=1.4)
+        spike = first[first["step"] == 2]["t_s"]
+        if len(spike):
+            for ax in (top, bottom):
+                ax.axvspan(spike.min(), spike.max() + 1, color="#bbbbbb", alpha=0.15, lw=0)
+    if bound_ms is not None:
+        bottom.axhline(bound_ms, color="#c62828", ls="--", lw=1.2, label=f"objective {bound_ms:g} ms")
+        bottom.legend(fontsize=8)
+    if rows["p99_ms"].dropna().max() / max(rows["p99_ms"].dropna().min(), 1e-3) > 20:
+        bottom.set_yscale("log")
+    top.set_ylabel("req/s (dotted: offered)")
+    bottom.set_ylabel("p99 of the second's arrivals (ms)")
+    bottom.set_xlabel("second of the window (shaded: the spike)")
+    top.legend(fontsize=8)
+    top.set_title(f"{scenario}: half the capacity, twice it, half again (goodput: answers within the objective)")
+    return fig
+
+
 def efficiency_table(probes: pd.DataFrame, capacity: pd.DataFrame, common_rate: float) -> pd.DataFrame:
     """Per target and scenario: the cost of a request at the common rate and at capacity (medians
     over repeats)."""
+    probes = probes[~past_the_knee(probes)]
     common = probes[probes["rate"] == common_rate]
     common = common.assign(passed=common["verdict"].str.startswith("pass"))
     at_common = common.groupby(["scenario", "target"])[
@@ -110,6 +190,7 @@ def capacity_chart(probes: pd.DataFrame, capacity: pd.DataFrame, scenario: str, 
     over repeats at each rate probed), passes filled, fails hollow, the objective dashed, and each
     target's break (its lowest failing rate) marked with a cross."""
     col = latency_column(percentile)
+    probes = probes.drop(spikes(probes).index)   # a spike's p99 is of three rates: its own chart
     fig = figure.Figure(figsize=(9, 4.6), dpi=110, layout="constrained")
     ax = fig.subplots()
     for target, rows in probes[probes["scenario"] == scenario].groupby("target"):

@@ -31,7 +31,7 @@ from orchestrator.report.why import WHY_TEXT, why_table
 from orchestrator.results import analysis, claims, judge
 from orchestrator.results import noise as noise_mod
 from orchestrator.results.analysis import SEPARATOR, fmt
-from orchestrator.results.schema import NEAR_CEILING, percentile_label
+from orchestrator.results.schema import GRACEFUL, NEAR_CEILING, percentile_label
 
 pd = lazy.module("pandas")
 if TYPE_CHECKING:
@@ -162,7 +162,7 @@ def document(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
     raw, df = df, network_report.by_level(df)   # every later table keeps the levels apart
     probes, capacity, df = capacity_report.split(df)
     if len(capacity) or len(probes):
-        blocks += _capacity_blocks(probes, capacity, meta, colors)
+        blocks += _capacity_blocks(probes, capacity, meta, colors, ts)
         if df.empty:
             blocks.append(("h2", "Startup"))
             chart("startup", startup_chart(capacity, colors), "startup")
@@ -227,7 +227,8 @@ def _chart_block(name: str, fig: Figure, title: str) -> tuple:
     return "chart", Chart(f"report-{_slug(name)}.png", title, png(fig))
 
 
-def _capacity_blocks(probes: pd.DataFrame, capacity: pd.DataFrame, meta: dict, colors: dict) -> list[tuple]:
+def _capacity_blocks(probes: pd.DataFrame, capacity: pd.DataFrame, meta: dict, colors: dict,
+                     ts: pd.DataFrame | None) -> list[tuple]:
     """The capacity section, first in the report: the table, the cost per request, a chart per scenario."""
     percentile, common_rate = capacity_report.objective_of(meta.get("plan", {}).get("profile") or {})
     label = percentile_label(percentile)
@@ -257,6 +258,33 @@ def _capacity_blocks(probes: pd.DataFrame, capacity: pd.DataFrame, meta: dict, c
                     "directly; at capacity, requests per CPU-second is what one fully busy core serves at that "
                     "cost, and req/s per MiB of peak RSS is the throughput density."),
               ("table", capacity_report.efficiency_table(probes, capacity, common_rate))]
+    overload = capacity_report.overload_table(probes, capacity)
+    if overload is not None:
+        blocks += [("h3", "Past the knee: overload"),
+                   ("p", f"After a found capacity each target was offered multiples of it. Goodput is the answers "
+                         f"within the objective (status below 400) per second, of the arrivals due in the window, "
+                         f"in % of that JVM's capacity: a server that keeps its goodput near its capacity degrades "
+                         f"gracefully (at least {100 * GRACEFUL:.0f} % at the last multiple), one whose queues make "
+                         f"every answer late collapses, though its rps may hold. The verdict quotes that probe's "
+                         f"evidence; each probe is a row (`overload_factor`, `goodput_rps`), and drawn on the chart "
+                         f"below, right of the break."),
+                   ("table", overload)]
+    recovery = capacity_report.recovery_table(probes)
+    if recovery is not None:
+        blocks += [("h3", "Recovery from a spike"),
+                   ("p", "After the overload probes, one window: half the capacity, then twice it for as long, "
+                         "then half again (pacer). Recovery is the seconds from the spike's end until every "
+                         "second's arrivals, to the window's end, met the objective (their p99 within the bound, "
+                         "latency from each arrival's due time, so a backlog still draining fails it, and "
+                         "failures within the budget); \"did not recover\" within the window otherwise. The "
+                         "charts draw each second (timeseries.parquet: offered, goodput, p99, accept queue, "
+                         "threads)."),
+                   ("table", recovery)]
+        if ts is not None:
+            for scenario in sorted(set(capacity["scenario"])):
+                chart = capacity_report.spike_chart(ts, scenario, colors, capacity_report.bound_of(probes, scenario))
+                if chart is not None:
+                    blocks.append(_chart_block(f"{scenario}-spike", chart, f"{scenario}: a spike to 2x the capacity"))
     for scenario in sorted(set(probes["scenario"])):
         blocks.append(_chart_block(f"{scenario}-capacity", capacity_report.capacity_chart(
             probes, capacity, scenario, colors, percentile, capacity_report.bound_of(probes, scenario)),

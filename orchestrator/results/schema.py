@@ -26,8 +26,13 @@ LITTLE_LOW, LITTLE_HIGH = 0.75, 1.25   # rps x mean latency / connections, in a 
 LOADGEN_SATURATED = 0.90   # of the generator's CPUs: its own processes, or everything that ran there
 MIN_REQUESTS = 100
 # of the server's or the load generator's CPUs' time taken by the host (steal): a calm host here steals
-# 0-2 %, a busy one 17-32 % in bursts, when a window reads the host's neighbours, not the target
+# 0-2 %, a busy one 17-32 % in bursts, when a window reads the host's neighbours, not the target; and in
+# any one poll interval (0.25 s) HOST_STEAL_PEAK: a single hold of 60 ms or more, which a p99 of a 50-ms
+# objective cannot absorb (one of 190 ms, 4.8 % of its 4-s probe, failed WebFlux json at 4,000 req/s)
 HOST_STEAL = 0.05
+HOST_STEAL_PEAK = 0.25
+# of its capacity: goodput at the last overload multiple at least this degrades gracefully, else collapses
+GRACEFUL = 0.9
 NEAR_CEILING = 0.8         # of a generator's calibrated ceiling: above it the cell may measure the generator
 # Backend work per request (evidence.py): interpolating a ramp step's edges blurs a count by far
 # less; a second statement per request is +1.
@@ -83,8 +88,10 @@ ROW_TYPES = [
     ("loadgen_cpu_pct", "float64"),
     ("loadgen_cpus_busy_pct", "float64"),  # everything that ran on the load-generator CPUs, in % of them
     # of the load-generator and the server CPUs' time, what the host gave their vCPUs to others (the
-    # server's: null where it runs on another machine); above HOST_STEAL the cell is flagged host-steal
+    # server's: null where it runs on another machine); above HOST_STEAL, or above HOST_STEAL_PEAK in one
+    # poll, the cell is flagged host-steal
     ("loadgen_cpus_steal_pct", "float64"), ("server_cpus_steal_pct", "float64"),
+    ("steal_peak_pct", "float64"),   # the most of either's time stolen in one 0.25-s poll of the window
     ("littles_ratio", "float64"), ("check_flags", "string"),
     # ramp (Locust): the step's users that got at least one response in it; fewer than `concurrency`
     # means some waited the whole step on one request (flag users-unanswered)
@@ -98,6 +105,15 @@ ROW_TYPES = [
     # lies in (high null when the generator could offer no more) and the figures of the probe at low
     ("slo", "string"), ("verdict", "string"),
     ("capacity_low_rps", "float64"), ("capacity_high_rps", "float64"),
+    # past the knee (overload probes after a found capacity): the multiple of the capacity a probe
+    # offered; every probe's goodput (answers within the objective, status < 400, per second, pacer
+    # only); on the capacity row, graceful or collapses at the last multiple, with its evidence
+    ("overload_factor", "float64"), ("goodput_rps", "float64"), ("overload_verdict", "string"),
+    # recovery: after a spike to 2x the capacity (the spike's row, and the capacity row), the seconds
+    # from its end until every second's p99 is within the objective again with failures within the
+    # budget, the backlog drained (null: it did not within the recovery window; its per-second series
+    # is in timeseries.parquet)
+    ("recovery_s", "float64"),
     # What the backends and the kernel counted in the window (evidence.py): Redis commands and MariaDB
     # statements by kind per request (the contract: one MGET, one SELECT or one INSERT), the peaks of
     # Redis clients, database connections and statements running at once, and TCP counters
@@ -149,5 +165,9 @@ TIMESERIES_TYPES = [
     ("p50_ms", "float64"), ("p95_ms", "float64"), ("p99_ms", "float64"),
     ("loadgen_cpu_pct", "float64"), ("server_cpu_pct", "float64"), ("server_rss_mb", "float64"),
     ("server_threads", "int64"), ("loadgen_cpus_busy_pct", "float64"),
+    # an open model's second (a capacity cell's spike; step: 1 before it, 2 in it, 3 after it), by the
+    # arrivals due in it: offered, answered within the objective, never sent; the accept queue's peak
+    ("offered_per_s", "float64"), ("goodput_per_s", "float64"), ("dropped_per_s", "float64"),
+    ("tcp_accept_queue_peak", "int64"),
 ]
 TIMESERIES_KEY = ("target", "scenario", "network", "repeat")

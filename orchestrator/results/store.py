@@ -2,7 +2,7 @@
 
     results/<run-id>/run.json              what ran, where, with which versions and settings
     results/<run-id>/measurements.parquet  one row per cell (a ramp: per step), rewritten atomically after each cell
-    results/<run-id>/timeseries.parquet    time-resolved profiles (ramp): one row per second of each cell
+    results/<run-id>/timeseries.parquet    time-resolved cells (a ramp, a capacity spike): one row per second
     results/<run-id>/logs/                 build, server, verification and load generator logs
 
 `load()` is the only way the reports and notebooks read results.

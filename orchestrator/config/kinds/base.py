@@ -48,8 +48,13 @@ class CellRun(Protocol):
     def keep(self, name: str, results: list, rows: list[dict]) -> list[dict]:
         """The rows with the Flight Recorder columns of the load named name (when it records)."""
 
-    def second(self, record: dict, sampler: Any) -> dict:
-        """The per-second series row of a driver's one-second record."""
+    def second(self, record: dict, sampler: Any, at: float | None = None) -> dict:
+        """The per-second series row of a driver's one-second record (the server's figures from `at`,
+        epoch seconds, when given)."""
+
+    def calm(self) -> float:
+        """Wait until the server and the load CPUs are quiet and the host steals none of them (up to
+        30 s); the seconds waited."""
 
     def open_ceiling(self) -> float | None:
         """The highest arrival rate `bench calibrate` measured the driver to keep here (None: unknown)."""

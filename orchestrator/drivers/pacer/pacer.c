@@ -15,8 +15,10 @@
  * no connection was idle, so its lag is the server's, not pacer's).
  *
  * usage: pacer --host 127.0.0.1 --port 8080 --request FILE --rate R --duration S --connections C
- *              --timeout S --records FILE [--preconnect N] [--tolerance-us U]
- * FILE holds the request's bytes as sent (request line, headers, body).
+ *              --timeout S --records FILE [--preconnect N] [--tolerance-us U] [--then R2:S2 ...]
+ * FILE holds the request's bytes as sent (request line, headers, body). Each --then adds a segment of
+ * S2 seconds at R2 arrivals a second after the ones before (a spike: --rate 500 --duration 10
+ * --then 2000:10 --then 500:30); the window is all of them.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -57,6 +59,8 @@ struct conn {
 static struct sockaddr_in addr;
 static char *request; static size_t request_len;
 static double rate, duration_s, timeout_s = 10;
+#define SEGMENTS_MAX 9
+static double seg_rate[SEGMENTS_MAX], seg_s[SEGMENTS_MAX]; static int segments = 1;   /* [0]: --rate, --duration */
 static int max_conns = 1000, preconnect = 0;
 static long tolerance_us = 1000;
 static const char *records_path;
@@ -80,7 +84,17 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t intended(long i) { return (uint64_t)((double)i * 1e9 / rate); }
+/* each segment's arrivals at its own rate from its start; returns how many there are in all */
+static long schedule(struct record *out) {
+    long i = 0; double start_s = 0;
+    for (int k = 0; k < segments; k++) {
+        long n = (long)(seg_rate[k] * seg_s[k]);
+        for (long j = 0; j < n; j++, i++)
+            if (out) out[i].intended_ns = (uint64_t)(start_s * 1e9 + 0.5) + (uint64_t)((double)j * 1e9 / seg_rate[k] + 0.5);
+        start_s += seg_s[k];
+    }
+    return i;
+}
 
 static void finish(long i, uint64_t t, int status) {
     if (status > 999) status = 999;
@@ -318,7 +332,7 @@ static char *read_file(const char *path, size_t *len) {
 
 static void usage(const char *why) {
     fprintf(stderr, "pacer: %s\nusage: pacer --host IP --port N --request FILE --rate R --duration S "
-                    "--connections C --timeout S --records FILE [--preconnect N] [--tolerance-us U]\n", why);
+                    "--connections C --timeout S --records FILE [--preconnect N] [--tolerance-us U] [--then RATE:SECONDS ...]\n", why);
     exit(2);
 }
 
@@ -341,6 +355,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--records")) records_path = v;
         else if (!strcmp(a, "--preconnect")) preconnect = atoi(v);
         else if (!strcmp(a, "--tolerance-us")) tolerance_us = atol(v);
+        else if (!strcmp(a, "--then")) {
+            if (segments == SEGMENTS_MAX) usage("at most 8 --then segments");
+            if (sscanf(v, "%lf:%lf", &seg_rate[segments], &seg_s[segments]) != 2 || seg_rate[segments] <= 0
+                || seg_s[segments] <= 0) usage("--then takes RATE:SECONDS, both > 0");
+            segments++;
+        }
         else usage("unknown option");
         k++;
     }
@@ -355,12 +375,15 @@ int main(int argc, char **argv) {
         rl.rlim_cur = rl.rlim_max < (rlim_t)max_conns + 64 ? rl.rlim_max : (rlim_t)max_conns + 64;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
-    total = (long)(rate * duration_s);
+    seg_rate[0] = rate; seg_s[0] = duration_s;
+    for (int k = 1; k < segments; k++) duration_s += seg_s[k];
+    total = schedule(NULL);
     conns = calloc((size_t)max_conns, sizeof *conns);
     idle = calloc((size_t)max_conns, sizeof *idle);
     recs = calloc((size_t)(total ? total : 1), sizeof *recs);
     if (!conns || !idle || !recs) { fprintf(stderr, "pacer: out of memory for %ld arrivals\n", total); return 2; }
-    for (long i = 0; i < total; i++) { recs[i].intended_ns = intended(i); recs[i].status = ERR_DROPPED; }
+    schedule(recs);
+    for (long i = 0; i < total; i++) recs[i].status = ERR_DROPPED;
     for (int k = 0; k < max_conns; k++) { conns[k].state = C_CLOSED; conns[k].arrival = -1; }
     signal(SIGPIPE, SIG_IGN); signal(SIGINT, on_signal); signal(SIGTERM, on_signal);
     prctl(PR_SET_TIMERSLACK, 1UL);   /* wake at the arrival's time, not up to 50 us after it */
