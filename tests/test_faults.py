@@ -117,6 +117,9 @@ def test_orchestrator_sigkilled_then_resumed(results_dir):
 
 def test_a_port_taken_before_the_run_is_named(results_dir):
     with socket.socket() as s:
+        # as servers do: the previous test's target closed its connections last, and their TIME_WAIT
+        # on this port refuses a plain bind (EADDRINUSE), though nothing listens there any more
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("127.0.0.1", 29080))
         s.listen()
         r = bench("run", "-f", "fixture:ok", "-s", "json", *FAST, "--results-dir", str(results_dir), *PORTS)
