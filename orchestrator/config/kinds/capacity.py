@@ -94,7 +94,7 @@ class CapacityKind(Kind):
         rows, best = [], None
         while (rate := search.next_rate()) is not None:
             known = f"{search.low:,.0f} passed" + (f", {search.high:,.0f} failed" if search.high else "")
-            if search.probes and "host-steal" in search.probes[-1][1].why and search.probes[-1][0] == rate:
+            if rows and rows[-1]["rate"] == rate and "host-steal" in rows[-1]["check_flags"].split(","):
                 # probed again because the host held the CPUs: not before it has let go of them
                 cell.progress(f"{scenario.name}: waiting for the host to stop stealing the CPUs")
                 cell.calm()
@@ -225,12 +225,14 @@ def overload_verdict(capacity: float, overloads: list[dict]) -> str | None:
     word = "graceful" if held >= GRACEFUL else "collapses"
     failed = sum(int(last.get(k) or 0) for k in ("errors_connect", "errors_read", "errors_write", "errors_timeout",
                                                  "errors_status"))
-    evidence = [f"{last['rps']:,.0f} answered/s", f"p50 {last['latency_p50_ms']:,.1f} ms",
-                f"p99 {last['latency_p99_ms']:,.1f} ms", f"{failed:,} errors", f"{int(last.get('dropped') or 0):,} dropped",
-                f"server CPU {last['server_cpu_pct']:.0f} %", f"threads {last['server_peak_threads']}"]
-    if last.get("tcp_accept_queue_peak") is not None:
-        evidence.append(f"accept queue peak {last['tcp_accept_queue_peak']}")
-    if last.get("gc_time_ms") is not None:
-        evidence.append(f"GC {last['gc_time_ms']:,.0f} ms")
+    def known(key: str, text: str) -> list[str]:
+        """The figure in its text, or nothing where the probe had none (nothing answered, a server out of sight)."""
+        value = last.get(key)
+        return [] if value is None or value != value else [text.format(value)]
+    evidence = [f"{last['rps']:,.0f} answered/s", *known("latency_p50_ms", "p50 {:,.1f} ms"),
+                *known("latency_p99_ms", "p99 {:,.1f} ms"), f"{failed:,} errors",
+                f"{int(last.get('dropped') or 0):,} dropped", *known("server_cpu_pct", "server CPU {:.0f} %"),
+                *known("server_peak_threads", "threads {}"), *known("tcp_accept_queue_peak", "accept queue peak {}"),
+                *known("gc_time_ms", "GC {:,.0f} ms")]
     return (f"{word}: at {last['overload_factor']:g}x its capacity ({last['rate']:,.0f}/s) goodput held "
             f"{100 * held:.0f} % of it ({', '.join(evidence)})")
