@@ -185,6 +185,18 @@ def test_a_cell_that_newly_answers_errors_is_a_regression_though_flagged():
     assert compare.regressions(compare.compare_runs(a.assign(check_flags="non-2xx"), b), pct=10).empty
 
 
+def test_a_baseline_the_host_slowed_still_shows_a_regression_and_a_slowed_b_does_not():
+    # the host stole the CPU in one repeat of A: A can only have read worse, so B's halving stands
+    a = rows("A", [10_000, 10_050, 9_950, 10_020, 9_980]).assign(check_flags=["", "", "host-steal", "", ""])
+    b = rows("B", [5_000, 5_050, 4_950, 5_020, 4_980])
+    cmp = compare.compare_runs(a, b)
+    assert one(cmp)["check_flags"] == "host-steal" and len(compare.regressions(cmp, pct=10)) == 2
+    # in B it may be the host's doing: no regression, as for any other flag
+    slowed_b = b.assign(check_flags=["host-steal", "", "", "", ""])
+    assert compare.regressions(compare.compare_runs(a, slowed_b), pct=10).empty
+    assert compare.regressions(compare.compare_runs(a.assign(check_flags="littles-law"), b), pct=10).empty
+
+
 def test_repeats_that_crashed_in_b_are_a_regression_not_missing_noise():
     a = rows("A", [10_000, 10_050, 9_950])
     b = pd.concat([rows("B", [10_000]), rows("B", [0.0, 0.0], status="failed").assign(repeat=[2, 3])])
