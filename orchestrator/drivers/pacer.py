@@ -28,6 +28,7 @@ from orchestrator.drivers.base import (
     DriverFailed,
     LoadResult,
     LoadSpec,
+    good,
     latency_fields,
     run_generator,
 )
@@ -76,7 +77,6 @@ def result_of(summary: dict, records, window_s: float) -> LoadResult:
     status = records["status"]
     sent_in_window = records["intended_ns"] + records["lag_us"].astype("u8") * 1000 <= window_s * 1e9
     answered = status > 0
-    good = answered & (status < 400)
     # its own lag: of the arrivals that found a connection idle (a wait for a busy one is the server's)
     lag_ms = records["lag_us"][(status != ERR_DROPPED) & (records["flags"] & WAITED == 0)] / 1000.0
     result = LoadResult(
@@ -87,7 +87,7 @@ def result_of(summary: dict, records, window_s: float) -> LoadResult:
         late_sends=int(summary["late"]),
         send_lag_p99=float(np.percentile(lag_ms, 99, method="inverted_cdf")) if lag_ms.size else float("nan"),
         started_at=float(summary["started_at"]), arrivals=arrivals(records))
-    for key, value in latency_fields(records["latency_ns"][good] / 1e6).items():
+    for key, value in latency_fields(records["latency_ns"][good(records)] / 1e6).items():
         setattr(result, key, value)
     return result
 

@@ -122,16 +122,21 @@ class CapacityKind(Kind):
     def _probe(self, cell: CellRun, rate: float, step: int, slo: str) -> tuple[dict, LoadResult, list[str]]:
         """One open-model window at `rate`, with the connections Little's law needs at the objective:
         its row (not yet judged), its result and its flags."""
-        objective, scenario = self.objective(cell.profile), cell.scenario
-        vus = vus_for(rate, objective, scenario, cell.load.concurrency)
-        name = f"{scenario.name}-probe{step}"
-        result, sampler = cell.drive(replace(cell.load, rate=rate, concurrency=vus), name)
+        vus = vus_for(rate, self.objective(cell.profile), cell.scenario, cell.load.concurrency)
+        row, result, _, row_flags = self._window(cell, replace(cell.load, rate=rate, concurrency=vus),
+                                                 f"{cell.scenario.name}-probe{step}", rate, step, slo)
+        return row, result, row_flags
+
+    def _window(self, cell: CellRun, load, name: str, rate: float, step: int, slo: str):
+        """Drive one load and make its row (rate: the one it is known by): (row, result, sampler, flags),
+        the row with its goodput at the objective."""
+        result, sampler = cell.drive(load, name)
         sample = cell.window(sampler, result, whole_load=True)
-        row_flags = cell.flags(vus, result, sample)
-        row = cell.row({"concurrency": vus, "rate": rate, "step": step}, result, sample, row_flags)
+        row_flags = cell.flags(load.concurrency, result, sample)
+        row = cell.row({"concurrency": load.concurrency, "rate": rate, "step": step}, result, sample, row_flags)
         row = cell.keep(name, [result], [row])[0]
-        goodput = result.goodput(objective.bound_for(scenario))
-        return {**row, "slo": slo, "goodput_rps": None if goodput != goodput else goodput}, result, row_flags
+        goodput = result.goodput(self.objective(cell.profile).bound_for(cell.scenario))
+        return {**row, "slo": slo, "goodput_rps": None if goodput != goodput else goodput}, result, sampler, row_flags
 
     def _overload(self, cell: CellRun, capacity: float, most: float | None, done: int, slo: str) -> list[dict]:
         """The target at each overload multiple of its capacity, as far as the generator can offer."""
@@ -160,21 +165,15 @@ class CapacityKind(Kind):
             return [], []
         cell.progress(f"{scenario.name}: spike {calm:,.0f} -> {peak:,.0f} -> {calm:,.0f}/s")
         vus = vus_for(peak, objective, scenario, cell.load.concurrency)
-        name = f"{scenario.name}-spike"
         load = replace(cell.load, rate=calm, duration_s=p.spike_s, concurrency=vus,
                        then=((peak, p.spike_s), (calm, p.recovery_window_s)))
-        result, sampler = cell.drive(load, name)
-        sample = cell.window(sampler, result, whole_load=True)
-        row_flags = cell.flags(vus, result, sample)
-        row = cell.row({"concurrency": vus, "rate": peak, "step": step}, result, sample, row_flags)
-        row = cell.keep(name, [result], [row])[0]
+        row, result, sampler, _ = self._window(cell, load, f"{scenario.name}-spike", peak, step, slo)
         bound = objective.bound_for(scenario)
         seconds = result.per_second(bound)
         recovered = recovery_s(seconds, 2 * p.spike_s, bound, objective.error_budget)
         said = (f"recovered {recovered:g} s after it" if recovered is not None else
                 f"did not recover within {p.recovery_window_s:g} s")
-        goodput = result.goodput(bound)
-        row = {**row, "slo": slo, "recovery_s": recovered, "goodput_rps": None if goodput != goodput else goodput,
+        row = {**row, "recovery_s": recovered,
                "verdict": f"spike {p.spike_s:g} s at 2x its capacity, from and back to half: {said}"}
         series = [cell.second({"t_s": s["t_s"], "epoch_s": int(result.started_at + s["t_s"]),
                                "step": 1 if s["t_s"] < p.spike_s else 2 if s["t_s"] < 2 * p.spike_s else 3,
