@@ -102,8 +102,9 @@ def compare_cmd(run_a: str = typer.Argument(..., help="The baseline run."),
                   f"the smallest change these repeats could detect (power 0.8, noise: {source}), needs the "
                   f"repeats a side a {compare.NEEDS_PCT:g}% change needs: ~ is not proof of no change; flagged "
                   f"cells (⚠) count as regressions only where B broke (failed repeats, or newly errors or a dead "
-                  f"server), or where A's only flag is host-steal (the host slowed A: B's loss is then if "
-                  f"anything larger).", soft_wrap=True)
+                  f"server), or where their only flag is host-steal and B stays worse even given back all the "
+                  f"time the host stole from it (a rate divided by the share left, a latency less the time "
+                  f"stolen in the window: steal cannot explain that loss).", soft_wrap=True)
     if fail_on_regression is None:
         return
     bad = compare.regressions(cmp, fail_on_regression)

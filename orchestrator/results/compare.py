@@ -77,6 +77,8 @@ class _Cell:
     ran: np.ndarray
     flags: list[str]
     figures: pd.DataFrame
+    stolen: np.ndarray   # per repeat, the larger share (0-1) of either side's CPUs the host took
+    duration_s: np.ndarray
 
 
 def _cells(df: pd.DataFrame, x: str, metrics) -> dict:
@@ -85,10 +87,30 @@ def _cells(df: pd.DataFrame, x: str, metrics) -> dict:
     keys = list(zip(df["scenario"], df["target"], df[x]))
     ran, flags = (df["status"] == "ok").to_numpy(), df["check_flags"].tolist()
     figures = df[[m for m in metrics if m in df]].to_numpy(dtype=float)
+    steal = [df[c] if c in df else pd.Series(np.nan, index=df.index) for c in STEAL_COLUMNS]
+    stolen = np.fmax(*(c.to_numpy(dtype=float) for c in steal)) / 100
+    duration = df["duration_s"].to_numpy(dtype=float) if "duration_s" in df else np.full(len(df), np.nan)
     rows: dict = {}
     for i, key in enumerate(keys):
         rows.setdefault(key, []).append(i)
-    return {key: _Cell(ran[i], [flags[j] for j in i], figures[i]) for key, i in ((k, np.array(v)) for k, v in rows.items())}
+    return {key: _Cell(ran[i], [flags[j] for j in i], figures[i], stolen[i], duration[i])
+            for key, i in ((k, np.array(v)) for k, v in rows.items())}
+
+
+def _given_back(cell: _Cell, metric: str, values_of: np.ndarray) -> np.ndarray | None:
+    """The repeats' figures had the host taken nothing, at their best: a rate divided by the share of
+    time left (1 - stolen), a latency less all the time stolen in the window (one request may have met
+    every stolen moment). None for a metric steal cannot be bounded on (CPU, GC, memory...) or where a
+    repeat's steal was not measured (rows from before it was)."""
+    keep = cell.ran & ~np.isnan(values_of)
+    stolen, values = cell.stolen[keep], values_of[keep]
+    if np.isnan(stolen).any():
+        return None
+    if metric == "rps":
+        return values / np.clip(1 - stolen, 0.01, None)
+    if METRICS[metric].unit == "ms" and metric.startswith("latency"):
+        return np.clip(values - stolen * np.nan_to_num(cell.duration_s[keep], nan=math.inf) * 1000, 1e-9, None)
+    return None
 
 
 # Flags whose cause is the target itself (it answered errors, dropped connections, died): a cell that
@@ -96,9 +118,12 @@ def _cells(df: pd.DataFrame, x: str, metrics) -> dict:
 # say the figure measured something other than the target.
 TARGET_FLAGS = ("non-2xx", "socket-errors", "server-died")
 # Flags that say the machine took time from the cell (the host held its vCPUs): its figures can only be
-# worse than the target's. On A alone they make B's regression look smaller, never larger, so they do
-# not withhold a "worse" verdict (one 1-s repeat of A with 6.5 % steal hid B's 94 % drop in rps).
+# worse than the target's, and by no more than the time taken. On A alone they make B's regression look
+# smaller, never larger, so they do not withhold a "worse" verdict (one 1-s repeat of A with 6.5 % steal
+# hid B's 94 % drop in rps). On B they withhold it only where giving B back every stolen moment
+# (`_given_back`) could close the gap (CI read B 96 % below A, both sides stealing, as "no regression").
 SLOWED_FLAGS = ("host-steal",)
+STEAL_COLUMNS = ("server_cpus_steal_pct", "loadgen_cpus_steal_pct")
 
 
 def _side(cell: _Cell | None, column: int) -> tuple[np.ndarray, int, str]:
@@ -144,8 +169,10 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: s
     for key in sorted(set(cells_a) | set(cells_b), key=lambda k: (str(k[0]), str(k[1]), k[2])):
         ca, cb = cells_a.get(key), cells_b.get(key)
         flags = ",".join(sorted(_flags(ca) | _flags(cb)))
-        # what keeps a worse B from being a regression: every flag but those that only slowed A
-        withheld = ",".join(sorted(_flags(cb) | (_flags(ca) - set(SLOWED_FLAGS))))
+        # what keeps a worse B from being a regression: every flag but those that only slowed A, and
+        # on B those that only slowed it, where even given back its stolen time B stays worse
+        held_a, held_b = _flags(ca) - set(SLOWED_FLAGS), _flags(cb)
+        only_slowed_b = bool(held_b) and held_b <= set(SLOWED_FLAGS) and not held_a
         newly = sorted((_flags(cb) - _flags(ca)) & set(TARGET_FLAGS)) if ca is not None else []
         for column, metric in enumerate(metrics):
             (va, _, why_a), (vb, failed_b, why_b) = _side(ca, column), _side(cb, column)
@@ -160,12 +187,18 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: s
             if newly:
                 note = "; ".join(w for w in (note, f"newly {', '.join(newly)} in B") if w)
             worse = -delta if METRICS[metric].higher_is_better else delta
+            # B given back its stolen time, judged as any cell (its p against the family below)
+            best_b = _given_back(cb, metric, cb.figures[:, column]) if only_slowed_b and not note else None
+            back = judge.lead(best_b, va, (noise or {}).get((key[0], metric)), alpha) if best_b is not None else None
+            back_worse = (math.nan if back is None or back.why else
+                          100 * (back.ratio - 1) * (-1 if METRICS[metric].higher_is_better else 1))
             leads.append(lead)
             rows.append({"scenario": key[0], "target": key[1], x: key[2], "metric": metric,
                          "a_median": med_a, "a_spread_pct": _spread_pct(va), "a_n": len(va),
                          "b_median": med_b, "b_spread_pct": _spread_pct(vb), "b_n": len(vb),
                          "ratio": ratio, "delta_pct": delta, "worse_pct": worse,
-                         "p_value": math.nan if note else lead.p, "check_flags": flags, "withheld_by": withheld,
+                         "p_value": math.nan if note else lead.p, "check_flags": flags, "withheld_by": ",".join(sorted(held_a | held_b)),
+                         "given_back_worse_pct": back_worse, "given_back_p": back.p if back and not back.why else math.nan,
                          "note": note, "broke": broke})
     out = pd.DataFrame(rows)
     if out.empty:
@@ -175,6 +208,9 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: s
     out["mde_pct"] = [lead.mde_pct(family) for lead in leads]
     out["needs"] = [lead.repeats_for(NEEDS_PCT, family) if not math.isnan(lead.se) else judge.OWN_NOISE
                     for lead in leads]
+    # B worse even given back every stolen moment, at Holm's strictest step: steal cannot explain it
+    unexplained = (out["given_back_p"] < family) & (out["given_back_worse_pct"] > 0)
+    out.loc[unexplained, "withheld_by"] = ""
     out.insert(out.columns.get_loc("p_value") + 1, "p_adjusted", holm(out["p_value"]))
     out.insert(out.columns.get_loc("p_adjusted") + 1, "significant", (out["p_adjusted"] < alpha) & (out["note"] == ""))
     out["verdict"] = np.select([out["broke"], out["note"] != "", ~out["significant"], out["worse_pct"] > 0],
@@ -185,8 +221,11 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: s
 def regressions(cmp: pd.DataFrame, pct: float) -> pd.DataFrame:
     """The rows of `compare_runs` that gate a CI job: significantly worse by more than pct % in an
     unflagged cell (a flag says the figure measured something other than the target; SLOWED_FLAGS on A
-    alone do not count, as they only made A worse), or broken in B where A was not: some or all of its
+    do not count, as they only made A worse, nor on B where B given back its stolen time is still
+    significantly worse by more than pct %), or broken in B where A was not: some or all of its
     repeats failed, or it newly answered errors or died (TARGET_FLAGS). A target that broke is the
     largest regression there is, flagged or not."""
-    worse = cmp["significant"] & (cmp["worse_pct"] > pct) & (cmp["withheld_by"] == "")
+    # where steal on B was given back, the change beyond pct must be the given-back one
+    size = cmp["given_back_worse_pct"].where(cmp["given_back_worse_pct"].notna(), cmp["worse_pct"])
+    worse = cmp["significant"] & (cmp["worse_pct"] > pct) & (size > pct) & (cmp["withheld_by"] == "")
     return cmp[worse | cmp["broke"]]
