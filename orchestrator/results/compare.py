@@ -197,7 +197,8 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: s
                          "a_median": med_a, "a_spread_pct": _spread_pct(va), "a_n": len(va),
                          "b_median": med_b, "b_spread_pct": _spread_pct(vb), "b_n": len(vb),
                          "ratio": ratio, "delta_pct": delta, "worse_pct": worse,
-                         "p_value": math.nan if note else lead.p, "check_flags": flags, "withheld_by": ",".join(sorted(held_a | held_b)),
+                         "p_value": math.nan if note else lead.p, "check_flags": flags,
+                         "withheld_by": ",".join(sorted(held_a | held_b)),
                          "given_back_worse_pct": back_worse, "given_back_p": back.p if back and not back.why else math.nan,
                          "note": note, "broke": broke})
     out = pd.DataFrame(rows)
