@@ -63,6 +63,14 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
             None, "--fresh-jvm-per-scenario/--one-jvm-per-target", help="A fresh JVM for each scenario, so that no "
             "scenario inherits the heap, threads or JIT state of the ones before it (default: one JVM per target "
             "and repeat; a preset may choose)."),
+        jvm_mode: Optional[str] = typer.Option(
+            None, "--jvm-mode", help="How each target's JVM starts, comma-separated: default, aot-cache (from a "
+            "JDK AOT cache the run trains on the target first: classes loaded and linked, method profiles); each "
+            "is a target of its own (+aot-cache), measured beside the other (default: default; a preset may choose)."),
+        start: Optional[str] = typer.Option(
+            None, "--start", help="How each target meets its load, comma-separated: warm (warmed up until steady), "
+            "cold (no warm-up: a fresh JVM per cell, loaded seconds after its first answer; +cold), for profiles of "
+            "one window a cell (default: warm; a preset may choose)."),
         jfr: Optional[bool] = typer.Option(
             None, "--jfr/--no-jfr", help="Record each measured window with Flight Recorder: pinning, threads, "
             "blocking, GC, hot methods and a flame graph per cell in the rows and logs/jfr/ (default: on in "

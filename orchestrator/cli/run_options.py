@@ -4,7 +4,7 @@ exclude each other (--preset with -f, -v, -s or --profile): the rules are kept h
 so that they read as one list and a test can check them without starting the command line."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -13,6 +13,7 @@ from rich.markup import escape
 from orchestrator.cli.common import check_writable, override_profile, parse_settings, select_targets
 from orchestrator.config import presets, profiles
 from orchestrator.config import topology as topology_mod
+from orchestrator.config.catalog import JVM_MODES, STARTS, with_modes
 from orchestrator.config.plan import Plan
 from orchestrator.config.scenarios import SCENARIOS, parse_list
 from orchestrator.errors import UsageError
@@ -37,6 +38,8 @@ class RunOptions:
     duration: Optional[str]
     repeat: Optional[int]
     fresh_jvm_per_scenario: Optional[bool]
+    jvm_mode: Optional[str]
+    start: Optional[str]
     jfr: Optional[bool]
     topology: Optional[str]
     locust_master: Optional[str]
@@ -76,6 +79,17 @@ class RunOptions:
                                   self.db_port, self.runtime, self.memory, self.offline, self.start_timeout,
                                   self.db_pool_size, self.redis_pool_size, self.timeout, self.fresh_jvm_per_scenario,
                                   chosen, self.jfr, self.topology, self.locust_master)
+        jvm_modes = parse_list(self.jvm_mode, list(JVM_MODES), "JVM mode") if self.jvm_mode else \
+            (chosen.jvm_modes if chosen else ("default",))
+        starts = parse_list(self.start, list(STARTS), "start") if self.start else (chosen.starts if chosen else ("warm",))
+        if "cold" in starts and not prof.rules.single_window:
+            raise UsageError(f"--start cold meets one window with a JVM that has not warmed up: it needs a profile of "
+                             f"one window a cell (throughput, burst or rate), not {prof.kind}")
+        if "aot-cache" in jvm_modes and settings.runtime != "process":
+            raise UsageError("--jvm-mode aot-cache runs in the process runtime: a container would need its cache "
+                             "trained and mounted inside it, which the docker runtime does not do yet")
+        settings = replace(settings, jvm_modes=tuple(jvm_modes), starts=tuple(starts))
+        matrix = with_modes(matrix, jvm_modes, starts)
         plan = Plan(matrix=matrix, profile=prof, settings=settings, preset=self.preset,
                     claims=list(chosen.claims) if chosen else [])
         plan.check_served(catalog)

@@ -59,14 +59,60 @@ class Framework:
         return self.path / self.artifact
 
 
+# How a target's JVM starts and meets its load, beside the default (a JVM of its own, warmed up until
+# steady): "aot-cache" starts from a JDK AOT cache trained on it (targets/aot_cache.py), "cold" meets
+# its load with no warm-up, a fresh JVM per cell. Each is a target of its own in a run ("+" joins them
+# to the id: spring-mvc:platform+aot-cache+cold), measured and judged beside the others.
+JVM_MODES = ("default", "aot-cache")
+STARTS = ("warm", "cold")
+MODES = ("aot-cache", "cold")
+
+
 @dataclass(frozen=True)
 class Target:
     framework: Framework
     variant: Variant
+    modes: tuple[str, ...] = ()   # of MODES, in its order
 
     @property
     def id(self) -> str:
+        return "+".join((self.base_id, *self.modes))
+
+    @property
+    def slug(self) -> str:
+        """The id as a file or container name ([a-z0-9_.-]): spring-mvc-platform-aot-cache."""
+        return slug(self.id)
+
+    @property
+    def base_id(self) -> str:
+        """framework:variant, whatever the modes: the code and configuration the target runs."""
         return f"{self.framework.name}:{self.variant.name}"
+
+    @property
+    def jvm_mode(self) -> str:
+        return "aot-cache" if "aot-cache" in self.modes else "default"
+
+    @property
+    def cold(self) -> bool:
+        return "cold" in self.modes
+
+
+def slug(target_id: str) -> str:
+    """A target id as a file or container name: ':' and '+' become '-'."""
+    return target_id.replace(":", "-").replace("+", "-")
+
+
+def base_id(target_id: str) -> str:
+    """The framework:variant of a target id, its modes left out."""
+    return target_id.partition("+")[0]
+
+
+def with_modes(matrix: dict[str, list[str] | None], jvm_modes=("default",), starts=("warm",)) -> dict:
+    """The matrix with each target once per JVM mode and start (JVM_MODES, STARTS): the default mode
+    and the warm start add nothing to the id."""
+    extra = [tuple(m for m in ("aot-cache" if j == "aot-cache" else None, "cold" if s == "cold" else None) if m)
+             for j in jvm_modes for s in starts]
+    return {"+".join((t, *modes)): scenarios for t, scenarios in matrix.items() for modes in extra}
 
 
 def _parity(f: Document) -> dict[str, str]:
@@ -149,16 +195,22 @@ def discover(root: Path = FRAMEWORKS_DIR) -> dict[str, Framework]:
 
 
 def resolve(catalog: dict[str, Framework], target_id: str) -> Target:
-    """'framework' or 'framework:variant' -> Target, with UsageError listing the valid names."""
-    fw_name, _, variant_name = target_id.partition(":")
+    """'framework', 'framework:variant', either with '+mode' suffixes (MODES) -> Target, with
+    UsageError listing the valid names."""
+    name, *modes = target_id.split("+")
+    for m in modes:
+        if m not in MODES:
+            raise UsageError(f"unknown mode '{m}' of target {target_id}; valid: {', '.join(MODES)}")
+    modes = tuple(m for m in MODES if m in modes)
+    fw_name, _, variant_name = name.partition(":")
     fw = catalog.get(fw_name)
     if fw is None:
         raise UsageError(f"unknown framework '{fw_name}'; valid: {', '.join(catalog) or '(none found)'}")
     if not variant_name:
-        return Target(fw, fw.default_variant)
+        return Target(fw, fw.default_variant, modes)
     if variant_name not in fw.variants:
         raise UsageError(f"unknown variant '{variant_name}' of {fw_name}; valid: {', '.join(fw.variants)}")
-    return Target(fw, fw.variants[variant_name])
+    return Target(fw, fw.variants[variant_name], modes)
 
 
 def select(catalog: dict[str, Framework], frameworks: list[str] | None,

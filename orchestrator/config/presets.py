@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.config import options, profiles, topology
-from orchestrator.config.catalog import Framework, resolve
+from orchestrator.config.catalog import JVM_MODES, STARTS, Framework, resolve
 from orchestrator.config.documents import Document
 from orchestrator.config.profiles import Profile
 from orchestrator.config.scenarios import SCENARIOS
@@ -36,6 +36,8 @@ class Preset:
     claims: tuple[dict, ...] = ()        # the study's claims with the evidence that tests each (claims.py)
     topology: topology.Topology | None = None   # where the study ran its server and database
     jfr: bool = True                     # Flight Recorder on, for its flame graphs and evidence
+    jvm_modes: tuple[str, ...] = ("default",)   # how each target's JVM starts (catalog.JVM_MODES)
+    starts: tuple[str, ...] = ("warm",)          # and meets its load (catalog.STARTS)
 
     def settings(self, cpus_given: bool) -> dict:
         """The run settings the study used, for the options the user left out. CPUs go as a pair: a
@@ -105,7 +107,12 @@ def load(name: str, catalog: dict[str, Framework], quick: bool = False) -> Prese
         profile_doc.table = _merge(profile_doc.table, quick_table)
     profile = profiles.parse(profile_doc, name=f"{name}{' (quick)' if quick else ''}")
     settings = doc.sub("settings", {})
-    settings.check_keys(("heap", "server_cores", "fresh_jvm_per_scenario"))
+    settings.check_keys(("heap", "server_cores", "fresh_jvm_per_scenario", "jvm_modes", "starts"))
+    jvm_modes, starts = (tuple(settings.str_list(key, default)) for key, default in
+                         (("jvm_modes", ("default",)), ("starts", ("warm",))))
+    for key, given, valid in (("jvm_modes", jvm_modes, JVM_MODES), ("starts", starts, STARTS)):
+        if set(given) - set(valid):
+            settings.fail(key, f"{', '.join(sorted(set(given) - set(valid)))}: valid: {', '.join(valid)}")
     heap = settings.get("heap", str, None)
     if heap is not None:
         try:
@@ -123,7 +130,7 @@ def load(name: str, catalog: dict[str, Framework], quick: bool = False) -> Prese
                   # the quick form records only when a claim reads Flight Recorder's evidence (its
                   # dump, reading and flame graph cost about a second a cell)
                   jfr=not quick or any(c["evidence"] in RECORDED for c in claims),
-                  claims=claims, topology=topo)
+                  claims=claims, topology=topo, jvm_modes=jvm_modes, starts=starts)
 
 
 def quick_cover(matrix: dict[str, list[str]], claims: tuple[dict, ...]) -> dict[str, list[str]]:

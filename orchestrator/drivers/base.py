@@ -130,6 +130,8 @@ class LoadResult:
     # open model, pacer: every arrival of the window (ARRIVAL: when it was due, its latency from then,
     # its status), for goodput at an objective and per-second series; None: the driver keeps none
     arrivals: np.ndarray | None = None
+    # burst (k6): when each answered request ended (epoch s), for the answers per second of a cold cell
+    answered_at: list[float] | None = None
     flags: list[str] = field(default_factory=list)   # what the driver itself found suspect
     started_at: float = float("nan")                 # epoch seconds of the window's start
     steps: list["LoadResult"] = field(default_factory=list)   # ramp: one result per step
@@ -175,6 +177,19 @@ class LoadResult:
                         "p50_ms": figures.get("latency_p50"), "p95_ms": figures.get("latency_p95"),
                         "p99_ms": figures.get("latency_p99")})
         return out
+
+    def answered_per_second(self) -> list[int] | None:
+        """Answers (status below 400) that ended in each second of the window, by when they ended (the
+        last second may be part of one); None where the driver keeps no per-request times (wrk, Locust)."""
+        if self.answered_at is not None:
+            ends = np.asarray(self.answered_at, dtype=float) - self.started_at
+        elif self.arrivals is not None:
+            ok = self.arrivals[good(self.arrivals)]
+            ends = ok["due_s"] + ok["latency_ms"] / 1000
+        else:
+            return None
+        n = max(1, int(math.ceil(self.duration_s)))
+        return np.bincount(np.clip(np.floor(ends), 0, n - 1).astype(int), minlength=n).tolist()
 
     @property
     def errors(self) -> int:

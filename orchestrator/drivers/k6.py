@@ -85,11 +85,11 @@ def burst_deadline_s(spec: LoadSpec) -> float:
     return 4 * spec.timeout_s + 60
 
 
-def read_requests(path) -> tuple[list[float], int, int, float, float]:
+def read_requests(path) -> tuple[list[float], int, int, float, float, list[float]]:
     """From k6's CSV output (timestamps in µs, K6_CSV_TIME_FORMAT=unix_micro): the latencies (ms) of
-    answered requests, how many got a status >= 400, how many got no response at all (status 0), and
-    the window from the first request sent to the last response (epoch s, seconds). A sample's time
-    is when its request ended."""
+    answered requests, how many got a status >= 400, how many got no response at all (status 0), the
+    window from the first request sent to the last response (epoch s, seconds), and when each request
+    answered below 400 ended (epoch s). A sample's time is when its request ended."""
     import pandas as pd
     df = pd.read_csv(path, usecols=["metric_name", "timestamp", "metric_value", "status"], low_memory=False)
     req = df[df["metric_name"] == "http_req_duration"]
@@ -99,15 +99,17 @@ def read_requests(path) -> tuple[list[float], int, int, float, float]:
     begin = end - req["metric_value"].astype(float) / 1000
     start = float(begin.min()) if len(req) else float("nan")
     return (answered["metric_value"].astype(float).tolist(), int((status >= 400).sum()), int((status == 0).sum()),
-            start, float(end.max()) - start if len(req) else float("nan"))
+            start, float(end.max()) - start if len(req) else float("nan"),
+            end[(status > 0) & (status < 400)].tolist())
 
 
 def burst_figures(result: LoadResult, per_request: Path, asked: int) -> None:
     """A burst's figures from its requests one by one (read_requests), in place of k6's summary's.
     Flagged burst-cut-short when fewer than `asked` were sent: k6's maxDuration ended the burst first,
     and the requests it never sent are in no count and no latency."""
-    latencies, status_errors, no_response, first, window = read_requests(per_request)
+    latencies, status_errors, no_response, first, window, good_ends = read_requests(per_request)
     result.requests, result.errors_status, result.errors_read = len(latencies), status_errors, no_response
+    result.answered_at = good_ends
     if window == window and window > 0:
         result.started_at, result.duration_s = first, window
     for key, value in latency_fields(latencies).items():

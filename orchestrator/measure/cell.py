@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from orchestrator import drivers
+from orchestrator.config.catalog import slug
 from orchestrator.config.plan import Plan
 from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.drivers.base import LoadResult, LoadSpec
@@ -21,6 +22,7 @@ from orchestrator.measure.evidence import Probe, off_contract
 from orchestrator.measure.flight_recorder import CellRecorder
 from orchestrator.measure.sampling import Sampler, ServerSample, settle
 from orchestrator.measure.warmup import WarmUp, warm_up
+from orchestrator.targets import aot_cache
 from orchestrator.targets.environment import Environment, Started
 from orchestrator.targets.jvm import cpu_count, parse_cpus
 
@@ -30,7 +32,7 @@ PROBE_TIMEOUT_S = 10.0
 def load_dir(environment: Environment, target_id: str, repeat: int) -> Path:
     """Where a target's generator files go: one folder per target and repeat (each file is named by
     scenario and level), so that no later target or repeat overwrites them."""
-    return environment.logs / "load" / f"{target_id.replace(':', '-')}-r{repeat}"
+    return environment.logs / "load" / f"{slug(target_id)}-r{repeat}"
 
 
 def measure_cell(environment: Environment, started: Started, plan: Plan, base: dict, scenario: str,
@@ -47,7 +49,8 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
                     timeout_s=s.request_timeout_s, out_dir=out_dir / "warmup",
                     concurrency=p.warmup_connections(concurrency), duration_s=p.warmup_s,
                     rate=p.warmup_rate(rate), **environment.load_placement())
-    warm = warm_up(p.warmup_s, p.warmup_max_s, spec, started.server)
+    # a cold target meets its load seconds after its first answer (and its verification's few requests)
+    warm = warm_up(0.0 if base.get("start") == "cold" else p.warmup_s, p.warmup_max_s, spec, started.server)
     load = replace(spec, concurrency=concurrency, duration_s=p.duration_s, requests=p.requests, rate=rate,
                    ramp=p.ramp, out_dir=out_dir)
     base = {**base, "warmup_s": warm.spent_s, "warmup_windows": len(warm.windows)}
@@ -104,7 +107,19 @@ class WarmedUpCell:
                 + backends + result.flags + ([] if self.warm.steady else ["not-steady"]))
 
     def row(self, columns: dict, result: LoadResult, sample: ServerSample, flags: list[str]) -> dict:
-        return rows_mod.measured({**self.base, **columns}, result, sample, flags)
+        started = self.started
+        own = {"since_launch_s": result.started_at - started.launched_at,
+               **aot_cache.class_counts(aot_cache.class_log_of(started.server.log_path))}
+        return rows_mod.measured({**self.base, **own, **columns}, result, sample, flags)
+
+    def cold_series(self, result: LoadResult, sampler: Sampler) -> list[dict]:
+        """A cold cell's answers per second of its window, with the server's figures over each (how
+        fast the JVM came up to speed: analysis.cold_starts reads it against the warm cell); [] for a
+        warm cell, or a driver that keeps no per-request times."""
+        answered = result.answered_per_second() if self.base.get("start") == "cold" else None
+        return [self.second({"t_s": t, "epoch_s": int(result.started_at + t), "rps": float(n)}, sampler,
+                            at=result.started_at + t)
+                for t, n in enumerate(answered or [])]
 
     def keep(self, name: str, results: list, rows: list[dict]) -> list[dict]:
         return self.recorder.add(name, results, rows)

@@ -19,6 +19,7 @@ def identity(plan: Plan, run_id: str, target: Target, repeat: int, scenario: str
     s, p = plan.settings, plan.profile
     return {"run_id": run_id, "started_at": dt.datetime.now().isoformat(timespec="seconds"),
             "target": target.id, "framework": target.framework.name, "variant": target.variant.name,
+            "jvm_mode": target.jvm_mode, "start": "cold" if target.cold else "warm",
             "runtime": s.runtime, "scenario": scenario, "network": network, "network_rtt_ms": network_rtt_ms,
             "driver": p.driver, "profile": p.name,
             "kind": p.kind, "repeat": repeat, "duration_s": p.measured_s(),

@@ -38,7 +38,7 @@ from orchestrator.measure.flight_recorder import COST
 from orchestrator.measure.sampling import settle
 from orchestrator.measure.warmup import generators
 from orchestrator.results.store import RunStore, new_run_id
-from orchestrator.targets import parity
+from orchestrator.targets import aot_cache, parity
 from orchestrator.targets.environment import Environment, Started
 from orchestrator.targets.jvm import parse_cpus
 
@@ -165,10 +165,20 @@ class Run:
 
     def _run_target(self, target: Target, repeat: int, cells: list[Cell]) -> int:
         """The target's cells of one repeat: one JVM for all of them, or one per scenario; the db table
-        goes back to its seed before each, so that no JVM reads or writes a table an earlier one grew."""
-        chunks = [[c for c in cells if c[0] == sc] for sc in dict.fromkeys(c[0] for c in cells)] \
-            if self.plan.settings.fresh_jvm_per_scenario else [cells]
+        goes back to its seed before each, so that no JVM reads or writes a table an earlier one grew. A
+        cold target gets a JVM per cell: one that served a cell before is no longer cold."""
+        if target.cold:
+            chunks = [[c] for c in cells]
+        elif self.plan.settings.fresh_jvm_per_scenario:
+            chunks = [[c for c in cells if c[0] == sc] for sc in dict.fromkeys(c[0] for c in cells)]
+        else:
+            chunks = [cells]
         failed = 0
+        if target.jvm_mode == "aot-cache":
+            try:
+                self._train(target)
+            except TargetFailed as e:
+                return self._fail(target, repeat, cells, e.reason)
         for chunk in chunks:
             interrupts.stop_if_asked()
             self._restart_dead_infra()
@@ -177,6 +187,16 @@ class Run:
             failed += lost
             failed += self._measure_cells(target, repeat, chunk, started)
         return failed
+
+    def _train(self, target: Target) -> None:
+        """The target's AOT cache, trained unless the run has it (aot_cache.py); into run.json."""
+        say = lambda text: self.events.notice.fire(text=text, warning=False)  # noqa: E731
+        record = aot_cache.train(self.environment, target, self.infra[0].env(), self.plan.scenarios_of(target), say)
+        if record:
+            say(f"AOT cache of {target.base_id}: {record['mb']:,.0f} MiB in {record['took_s']:.0f} s")
+            meta = self.store.meta()
+            meta.setdefault("aot_caches", {})[target.base_id] = record
+            self.store.write_meta(meta)
 
     def _store(self, rows: list[dict], series: list[dict] | None = None) -> int:
         """Publish a finished cell (the store writes it); 1 if it failed."""

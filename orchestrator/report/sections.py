@@ -28,7 +28,7 @@ from orchestrator.report.charts import (
 from orchestrator.report.render import Chart, png
 from orchestrator.report.tables import comparison_table, evidence_table, not_crowned, winners_matrix
 from orchestrator.report.why import WHY_TEXT, why_table
-from orchestrator.results import analysis, claims, judge
+from orchestrator.results import analysis, claims, judge, starts
 from orchestrator.results import noise as noise_mod
 from orchestrator.results.analysis import SEPARATOR, fmt
 from orchestrator.results.schema import GRACEFUL, NEAR_CEILING, percentile_label
@@ -218,8 +218,59 @@ def document(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
             blocks += [("h3", f"{scenario}: what the backends and the kernel counted"),
                        ("p", " ".join(filter(None, [EVIDENCE_TEXT, contract_of(meta, scenario)]))),
                        ("table", evidence)]
+    blocks += _start_blocks(raw, ts)
     blocks.append(("h2", "Startup"))
     chart("startup", startup_chart(df, colors), "startup")
+    return blocks
+
+
+def _fmt(v, pattern: str = "{:,.1f}") -> str:
+    return "–" if v is None or v != v else pattern.format(v)
+
+
+def _start_blocks(df: pd.DataFrame, ts: pd.DataFrame | None) -> list[tuple]:
+    """Cold starts against the warmed target, and the AOT cache against the default start (starts.py)."""
+    blocks: list[tuple] = []
+    cold = starts.cold_starts(df, ts)
+    if len(cold):
+        share = f"{starts.WARM_SHARE:.0%}"
+        table = cold.groupby(["target", "scenario"], sort=True).agg(
+            n=("repeat", "size"), startup_s=("startup_s", "median"), since_launch_s=("since_launch_s", "median"),
+            to_share=("time_to_share_s", "median"), reached=("time_to_share_s", "count"),
+            best=("best_share", "median"), rps=("rps", "median"), warm=("warm_rps", "median"),
+            p99=("latency_p99_ms", "median"), jit=("jit_time_ms", "median")).reset_index()
+        shown = pd.DataFrame({
+            "target": table["target"], "scenario": table["scenario"], "repeats": table["n"],
+            "first answer s": table["startup_s"].map(_fmt), "load began s": table["since_launch_s"].map(_fmt),
+            f"to {share} of warm s": [_fmt(t) + (f" ({k} of {n})" if k < n else "")
+                                     for t, k, n in zip(table["to_share"], table["reached"], table["n"])],
+            "best second, of warm": table["best"].map(lambda v: _fmt(v, "{:.0%}")),
+            "cold rps": table["rps"].map(lambda v: _fmt(v, "{:,.0f}")),
+            "warm rps": table["warm"].map(lambda v: _fmt(v, "{:,.0f}")),
+            "cold p99 ms": table["p99"].map(_fmt), "JIT ms in window": table["jit"].map(lambda v: _fmt(v, "{:,.0f}"))})
+        blocks += [("h2", "Cold start"),
+                   ("p", f"Each cold cell met its load with no warm-up, in a JVM of its own, seconds after its "
+                         f"first answer (the verification's few requests in between). Seconds are counted from "
+                         f"the JVM's spawn: to its first answer, to the first request of the load, and to the "
+                         f"end of the first second of the cold window whose answers reached {share} of the same "
+                         f"target's warmed rps at the same load in this run ('–': no second did; 'k of n': only "
+                         f"k repeats did, the median is theirs). The JIT's compile time in the window is the "
+                         f"JVM's own counter. Medians over the repeats (orchestrator/results/starts.py)."),
+                   ("table", shown)]
+    modes = starts.jvm_modes(df, ts)
+    if len(modes):
+        shown = modes.assign(default=modes["default"].map(_fmt), aot_cache=modes["aot_cache"].map(_fmt),
+                             change_pct=modes["change_pct"].map(lambda v: _fmt(v, "{:+.1f} %")))
+        blocks += [("h2", "The JDK's AOT cache against the default start"),
+                   ("p", "Each target ran in both JVM modes: the default, and from an AOT cache the run trained on "
+                         "it first (orchestrator/targets/aot_cache.py; classes loaded and linked ahead of time, "
+                         "method profiles; run.json's aot_caches says what each was trained on). Medians over "
+                         "each mode's repeats, each a fresh JVM: start-up to the first answer, RSS after it and "
+                         "the warmed rps from the warm cells, the time to the warm figure from the cold cells. "
+                         "The verdict is the judge's, as for the crowns: within noise unless the interval of "
+                         "the change excludes none (orchestrator/results/judge.py)."),
+                   ("table", shown[["target", "scenario", "figure", "default", "n_default", "aot_cache",
+                                    "n_aot_cache", "change_pct", "verdict"]])]
     return blocks
 
 

@@ -16,6 +16,7 @@ import operator
 import re
 
 from orchestrator import lazy
+from orchestrator.config.catalog import base_id
 from orchestrator.results.schema import COLUMNS
 
 pd = lazy.module("pandas")
@@ -62,10 +63,12 @@ def check(claim: dict) -> str | None:
 
 
 def sentences(df: pd.DataFrame, claims: list[dict], x: str = "concurrency") -> list[str]:
-    """One sentence per claim and load level of its target and scenario in df."""
+    """One sentence per claim and load level of its target and scenario in df; a target measured in
+    several modes (cold, with an AOT cache: catalog.MODES) is judged in each."""
     out = []
     for c in claims:
-        rows = df[(df["target"] == c["target"]) & (df["scenario"] == c["scenario"]) & (df["status"] == "ok")]
+        rows = df[(df["target"].map(base_id) == c["target"]) & (df["scenario"] == c["scenario"])
+                  & (df["status"] == "ok")]
         at = f" at {x} {c['level']:g}" if "level" in c else ""
         if "level" in c:
             rows = rows[rows[x] == c["level"]]
@@ -74,7 +77,7 @@ def sentences(df: pd.DataFrame, claims: list[dict], x: str = "concurrency") -> l
             continue
         label, measure = MEASURES[c["evidence"]]
         op, bound = _HOLDS.fullmatch(c["holds"]).groups()
-        for level, cell in rows.groupby(x, sort=True):
+        for (target, level), cell in rows.groupby(["target", x], sort=True):
             # A flagged repeat measured something besides the target (a busy generator, a JIT still
             # compiling): its figure and evidence judge nothing. Shown, never judged on.
             flags = cell["check_flags"].fillna("") if "check_flags" in cell else pd.Series("", index=cell.index)
@@ -90,7 +93,7 @@ def sentences(df: pd.DataFrame, claims: list[dict], x: str = "concurrency") -> l
             else:
                 holds = _OPS[op](evidence, float(bound))
                 verdict = f"the explanation {'holds' if holds else 'does not hold'}"
-            out.append(f"{c['claim']} Here: {c['target']} on {c['scenario']} at {x} {level:g}: {c['figure']} "
+            out.append(f"{c['claim']} Here: {target} on {c['scenario']} at {x} {level:g}: {c['figure']} "
                        f"{figure:,.1f}; {label}: {'' if pd.isna(evidence) else f'{evidence:,.1f} '}(it needs "
                        f"{op} {bound}): {verdict} ({len(shown)} repeat(s){left_out}).")
     return out

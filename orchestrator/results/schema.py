@@ -50,6 +50,9 @@ MiB = 2**20
 ROW_TYPES = [
     ("run_id", "string"), ("started_at", "string"),
     ("target", "string"), ("framework", "string"), ("variant", "string"),
+    # how the JVM started (default, aot-cache: from a JDK AOT cache trained on it) and met its load
+    # (warm: warmed up until steady; cold: no warm-up, a fresh JVM per cell); the target id says both
+    ("jvm_mode", "string"), ("start", "string"),
     ("runtime", "string"), ("scenario", "string"),
     # a topology's network level (topology.py): the varying link and its shape, e.g. "app-db rtt 20 ms";
     # null in a run of one level (run.json's "network" then says where everything ran). network_rtt_ms:
@@ -84,6 +87,11 @@ ROW_TYPES = [
     # request: OS context switches into the server; null where the process is out of sight (remote engine)
     ("server_switches_per_request", "float64"),
     ("startup_s", "float64"), ("rss_after_start_mb", "float64"),
+    # from the JVM's spawn to the window's first request: a cold cell's load met a JVM this old
+    ("since_launch_s", "float64"),
+    # classes the JVM had loaded by the window's end, and of them those mapped from a CDS archive (the
+    # JDK's own, or the target's AOT cache): its own -Xlog:class+load, in runs with an aot-cache mode
+    ("classes_loaded", "int64"), ("classes_from_cache", "int64"),
     # the generator's own CPU per second it ran, in % of one CPU; Locust's workers: the busiest one
     ("loadgen_cpu_pct", "float64"),
     ("loadgen_cpus_busy_pct", "float64"),  # everything that ran on the load-generator CPUs, in % of them

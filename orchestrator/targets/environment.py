@@ -27,7 +27,7 @@ from orchestrator.infra.network import Network, stale_namespaces
 from orchestrator.infra.procs import ensure_port_free, server_failure
 from orchestrator.measure.sampling import settle
 from orchestrator.results.schema import MiB
-from orchestrator.targets import images, runtimes
+from orchestrator.targets import aot_cache, images, runtimes
 from orchestrator.targets.build import build
 from orchestrator.targets.jdk import Jdk, find_jdk
 from orchestrator.targets.jvm import jvm_options
@@ -41,9 +41,10 @@ class Started:
     startup_s: float
     rss_after_start_mb: float
     backend: "Started | None" = None
+    launched_at: float = float("nan")   # epoch seconds of the JVM's spawn
 
-    def stop(self) -> None:
-        self.server.stop()
+    def stop(self, grace_s: float = 15.0) -> None:
+        self.server.stop(grace_s)
         if self.backend:
             self.backend.stop()
 
@@ -202,13 +203,20 @@ class Environment:
         return infra_mod.for_run(s.redis_port, s.db_port, s.loadgen_cpus, runtime=runtime, images=self.infra_images,
                                  placement=self.placement())
 
-    def _launch(self, target: Target, port: int, cpus: str, env: dict[str, str], run_id: str) -> Started:
-        server, t0 = self._spawn(target, port, cpus, cpus, env, run_id)
+    def _launch(self, target: Target, port: int, cpus: str, env: dict[str, str], run_id: str,
+                extra_opts: tuple[str, ...] = ()) -> Started:
+        server, t0 = self._spawn(target, port, cpus, cpus, env, run_id, extra_opts)
         return self._ready(target, server, port, t0)
 
+    @property
+    def run_dir(self) -> Path:
+        """The run's folder (its logs/ are in it)."""
+        return self.logs.parent
+
     def _spawn(self, target: Target, port: int, cpus: str, processors: str, env: dict[str, str],
-               run_id: str) -> tuple[Server, float]:
-        """The target's JVM spawned on cpus, sized for as many CPUs as `processors` lists; not awaited."""
+               run_id: str, extra_opts: tuple[str, ...] = ()) -> tuple[Server, float]:
+        """The target's JVM spawned on cpus, sized for as many CPUs as `processors` lists; not awaited.
+        Its JVM mode's options (aot_cache.py) and extra_opts come after every target's own."""
         fw = target.framework
         if fw.name in self.build_failures:
             raise TargetFailed(self.build_failures[fw.name])
@@ -218,11 +226,17 @@ class Environment:
         except UsageError as e:
             raise TargetFailed(str(e)) from None
         s = self.settings
+        log_path = self.logs / f"{target.slug}-{run_id}.log"
+        # a class loading log the orchestrator can read: a local JVM's, in a run that compares JVM modes
+        class_log = aot_cache.class_log_of(log_path) if "aot-cache" in s.jvm_modes and not self.runtime.host \
+            and s.runtime == "process" else None
+        opts = [*jvm_options(target, s.heap, processors), *aot_cache.jvm_options(target, self.run_dir, class_log),
+                *extra_opts]
         spec = LaunchSpec(
-            target=target, artifact=self.artifacts[fw.name], jvm_opts=jvm_options(target, s.heap, processors),
+            target=target, artifact=self.artifacts[fw.name], jvm_opts=opts,
             env={**env, **pool_env(s, target), "PORT": str(port), "BIND_ADDRESS": self.server_host},
             port=port, cpus=cpus, heap=s.heap,
-            log_path=self.logs / f"{target.id.replace(':', '-')}-{run_id}.log",
+            log_path=log_path,
             labels={"bench.run": run_id, "bench.target": target.id}, netns=self.server_netns)
         t0 = time.monotonic()
         return self.runtime.start(spec, self.jdk.java), t0
@@ -241,9 +255,10 @@ class Environment:
         except BaseException:
             server.stop()
             raise
-        return Started(server, startup, usage.rss_bytes / MiB if usage else float("nan"))
+        return Started(server, startup, usage.rss_bytes / MiB if usage else float("nan"),
+                       launched_at=time.time() - (time.monotonic() - t0))
 
-    def start(self, target: Target, env: dict[str, str], run_id: str) -> Started:
+    def start(self, target: Target, env: dict[str, str], run_id: str, extra_opts: tuple[str, ...] = ()) -> Started:
         """Start the target (after its backend, if it has one) and wait until it answers."""
         s = self.settings
         backend = None
@@ -253,7 +268,7 @@ class Environment:
             backend = self._backend(resolve(self.catalog, target.framework.backend), env, run_id)
             env["BACKEND_URL"] = self._backend_url()
         try:
-            started = self._launch(target, s.port, s.server_cpus, env, run_id)
+            started = self._launch(target, s.port, s.server_cpus, env, run_id, tuple(extra_opts))
         except BaseException:
             if backend and self.kept_backends is None:
                 backend.stop()
@@ -305,10 +320,10 @@ class Environment:
             ensure_port_free(s.db_port, "MariaDB")
 
     def start_verified(self, target: Target, env: dict[str, str], run_id: str,
-                       tag: str) -> tuple[Started, Verification]:
+                       tag: str, extra_opts: tuple[str, ...] = ()) -> tuple[Started, Verification]:
         """Start the target and check every scenario against the contract (verify.py); what the check
         saw goes to logs/verify-<target>-<tag>.txt. A target that fails the check is stopped."""
-        return self._verified(target, self.start(target, env, run_id), self.settings.port, tag)
+        return self._verified(target, self.start(target, env, run_id, extra_opts), self.settings.port, tag)
 
     def _verified(self, target: Target, started: Started, port: int, tag: str) -> tuple[Started, Verification]:
         try:
@@ -316,7 +331,7 @@ class Environment:
         except BaseException:
             started.stop()
             raise
-        (self.logs / f"verify-{target.id.replace(':', '-')}-{tag}.txt").write_text(
+        (self.logs / f"verify-{target.slug}-{tag}.txt").write_text(
             f"{'ok' if v.ok else v.reason}\nthreads: {v.threads}\nheaders: {v.headers}\n")
         if not v.ok:
             started.stop()

@@ -59,7 +59,7 @@ def survives(target: Target, started, settings, connections: int, logs: Path, po
     for name in target.framework.scenarios:
         spec = LoadSpec(port=port, scenario=SCENARIOS[name], concurrency=connections, requests=connections,
                         duration_s=0, cpus=settings.loadgen_cpus, timeout_s=DRAIN_S, host=host,
-                        out_dir=logs / "smoke" / target.id.replace(":", "-"))
+                        out_dir=logs / "smoke" / target.slug)
         try:
             r = drivers.get(GENERATOR).run(spec)
         except DriverFailed as e:

@@ -48,6 +48,9 @@ class CellRun(Protocol):
     def keep(self, name: str, results: list, rows: list[dict]) -> list[dict]:
         """The rows with the Flight Recorder columns of the load named name (when it records)."""
 
+    def cold_series(self, result: LoadResult, sampler: Any) -> list[dict]:
+        """A cold cell's per-second series of answers (see measure/cell.py); [] for a warm one."""
+
     def second(self, record: dict, sampler: Any, at: float | None = None) -> dict:
         """The per-second series row of a driver's one-second record (the server's figures from `at`,
         epoch seconds, when given)."""
@@ -72,6 +75,9 @@ class Kind:
     open_model = False
     # Its cells are capped by that ceiling: the run measures it first when it is not yet known.
     needs_open_ceiling = False
+    # A cell is one window of load: it can meet a cold JVM (catalog.STARTS), where a ramp's steps or a
+    # search's probes would each meet a JVM the ones before had warmed.
+    single_window = True
 
     def read(self, doc: Document, profile):
         """The profile with the fields only this kind reads, validated (ManifestError names the field)."""
@@ -121,4 +127,4 @@ class Kind:
         sample = cell.window(sampler, result, whole_load=True)
         row = cell.row({"concurrency": load.concurrency, "rate": load.rate}, result, sample,
                        cell.flags(load.concurrency, result, sample))
-        return cell.keep(cell.name, [result], [row]), []
+        return cell.keep(cell.name, [result], [row]), cell.cold_series(result, sampler)

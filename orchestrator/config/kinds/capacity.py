@@ -25,6 +25,7 @@ from orchestrator.results.schema import GRACEFUL, percentile_label
 
 class CapacityKind(Kind):
     name = "capacity"
+    single_window = False
     fields = ("slo", "error_budget", "common_rate", "resolution", "max_probes", "overload", "spike", "recovery_window")
     options = ("concurrency", "slo", "duration_s")
     default_concurrency = (1000,)

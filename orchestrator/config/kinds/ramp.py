@@ -13,6 +13,7 @@ RAMP_FIELDS = ("start_users", "step_users", "step_duration", "steps", "workers")
 
 class RampKind(Kind):
     name = "ramp"
+    single_window = False
     fields = ("ramp",)
     options = ("workers",)
     closed_loop = True

@@ -82,8 +82,8 @@ class Server(abc.ABC):
         return None
 
     @abc.abstractmethod
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL after a grace period; idempotent."""
+    def stop(self, grace_s: float = 15.0) -> None:
+        """SIGTERM, then SIGKILL after grace_s; idempotent."""
 
 
 class Runtime(abc.ABC):

@@ -119,10 +119,10 @@ class DockerServer(Server):
         inodes = {part[len("socket:["):-1] for part in fds.split() if part.startswith("socket:[")}
         return beyond(table_listeners(self._inside("cat /proc/net/tcp /proc/net/tcp6"), inodes), allowed)
 
-    def stop(self) -> None:
+    def stop(self, grace_s: float = 15.0) -> None:
         self._stop.set()
         try:
-            self.container.stop(timeout=15)
+            self.container.stop(timeout=int(grace_s))
         except Exception:  # noqa: BLE001 - already gone
             pass
         try:
@@ -155,7 +155,7 @@ class DockerRuntime(Runtime):
         container = run_container(
             self.images[fw.name], argv, cpus=spec.cpus, labels={**spec.labels, LABEL_OWNER: str(os.getpid())},
             working_dir=APP_DIR, environment=spec.env, mem_limit=limit, memswap_limit=limit,
-            name=f"bench-{spec.labels.get(LABEL_RUN, 'x')}-{spec.target.id.replace(':', '-')}-{os.getpid()}")
+            name=f"bench-{spec.labels.get(LABEL_RUN, 'x')}-{spec.target.slug}-{os.getpid()}")
         return DockerServer(container, spec.log_path, remote=bool(self.host))
 
     def cleanup_leftovers(self) -> list[str]:

@@ -52,8 +52,8 @@ class ProcessServer(Server):
             return None
         return allowed or None
 
-    def stop(self) -> None:
-        stop(self._popen, grace=15)
+    def stop(self, grace_s: float = 15.0) -> None:
+        stop(self._popen, grace=grace_s)
 
 
 class ProcessRuntime(Runtime):
