@@ -73,6 +73,7 @@ def test_every_shipped_preset_resolves_against_the_repo():
     bursts = presets.load("cpu-and-io-bursts", catalog)
     assert bursts.matrix["spring-webflux:jdbc-elastic"] == ["db-read"]
     assert bursts.matrix["spring-mvc:platform"] == ["cpu", "db-read"]
+    assert (bursts.starts, bursts.jvm_modes) == (("warm", "cold"), ("default",))   # the study ran cold
     assert presets.load("redis-frameworks", catalog).cpus(have=2) == ("1", "0")
     assert presets.load("redis-frameworks", catalog).cpus(have=8) == ("6-7", "0-5")
 
