@@ -61,12 +61,15 @@ def test_every_shipped_preset_resolves_against_the_repo():
     far, quick = presets.load("far-database", catalog), presets.load("far-database", catalog, quick=True)
     assert [s.rtt_ms for s in far.topology.varying.shapes] == [0, 20, 85, 170]
     assert [s.rtt_ms for s in quick.topology.varying.shapes] == [0, 40] and quick.profile.repeat == 1
-    # the ramp study's 20 cells, 4 targets on 5 scenarios, in 5 quick ones on one JVM; the bursts'
-    # two claims' targets, the db-read scenario on one of them
+    # the ramp study's 20 cells, 4 targets on 5 scenarios, in the one its [quick] scenarios name (no
+    # claims); the bursts' two claims' cells and nothing more ([quick] scenarios = [])
     ramp = presets.load("mvc-vs-reactive-ramp", catalog, quick=True).matrix
-    assert ramp == {"spring-mvc:platform": ["db-read", "db-write", "json", "cpu", "sleep-1s"]}
+    assert ramp == {"spring-mvc:platform": ["db-write"]}
     assert presets.load("cpu-and-io-bursts", catalog, quick=True).matrix == {
-        "spring-mvc:platform": ["cpu", "db-read"], "spring-webflux:reactive": ["cpu"]}
+        "spring-mvc:platform": ["cpu"], "spring-webflux:reactive": ["cpu"]}
+    # without [quick] scenarios, every scenario of the preset once, beside the claims' cells
+    assert presets.quick_cover({"a:x": ["json", "redis"], "b:y": ["redis", "sleep"]}, ()) == {
+        "a:x": ["json", "redis"], "b:y": ["sleep"]}
     models = presets.load("spring-concurrency-models", catalog)
     assert len(models.matrix) == 8 and models.profile.requests == 10_000
     assert models.profile.concurrency == (500, 1000, 2000) and models.profile.repeat == 3

@@ -3,7 +3,7 @@
 A preset (orchestrator/config/presets/*.toml) names its targets with their scenarios, a load profile (as in
 orchestrator/config/profiles/), the settings the study used, how it was scaled to this machine, and what
 `--quick` shortens so that CI can run it end to end. The quick form also measures fewer cells
-(quick_cover): each claim's cell, and every scenario of the preset at least once, on few targets.
+(quick_cover): each claim's cell, and the scenarios its [quick] table names (else every one), on few targets.
 """
 from __future__ import annotations
 
@@ -102,6 +102,13 @@ def load(name: str, catalog: dict[str, Framework], quick: bool = False) -> Prese
     quick_table = dict(doc.get("quick", dict, {}, nonempty=False)) if quick else {}
     topology_doc = doc.sub("topology", {})
     topology_doc.table = _merge(topology_doc.table, quick_table.pop("topology", {}))
+    # the scenarios the quick form covers beside its claims' (default: every scenario of the preset)
+    quick_scenarios = quick_table.pop("scenarios", None)
+    if quick_scenarios is not None:
+        quick_scenarios = Document(doc.path, {"scenarios": quick_scenarios}, "quick.").str_list("scenarios", nonempty=False)
+        unknown = sorted(set(quick_scenarios) - {s for scen in matrix.values() for s in scen})
+        if unknown:
+            doc.fail("quick.scenarios", f"{', '.join(unknown)}: not among the preset's scenarios")
     topo = topology.from_document(topology_doc, name) if topology_doc.table else None
     if quick:
         profile_doc.table = _merge(profile_doc.table, quick_table)
@@ -122,7 +129,8 @@ def load(name: str, catalog: dict[str, Framework], quick: bool = False) -> Prese
     cores = settings.whole("server_cores") if "server_cores" in settings else None
     claims = _claims(doc, matrix, catalog)
     return Preset(name=name, description=description.strip(), scaled=doc.get("scaled", str, "").strip(),
-                  matrix=quick_cover(matrix, claims) if quick else matrix, profile=profile, heap=heap, server_cores=cores,
+                  matrix=quick_cover(matrix, claims, quick_scenarios) if quick else matrix, profile=profile,
+                  heap=heap, server_cores=cores,
                   # the quick form smokes the pipeline: one JVM per target (a fresh one per scenario is
                   # test_pipeline's to prove, on a JVM that starts in a second, not Spring's 15 s)
                   fresh_jvm_per_scenario=settings.get("fresh_jvm_per_scenario", bool, False) and not quick,
@@ -133,18 +141,19 @@ def load(name: str, catalog: dict[str, Framework], quick: bool = False) -> Prese
                   claims=claims, topology=topo, jvm_modes=jvm_modes, starts=starts)
 
 
-def quick_cover(matrix: dict[str, list[str]], claims: tuple[dict, ...]) -> dict[str, list[str]]:
-    """The quick form's cells: each claim's cell, then the scenarios no kept cell measures, each on
-    a target already kept that serves it, else on the target that serves the most of those still
-    missing (the first on a tie). Every scenario of the preset is loaded under its profile and
-    every claim is judged, in as few JVMs as that allows: the quick form is a smoke of the preset's
+def quick_cover(matrix: dict[str, list[str]], claims: tuple[dict, ...],
+                scenarios: tuple[str, ...] | None = None) -> dict[str, list[str]]:
+    """The quick form's cells: each claim's cell, then the scenarios no kept cell measures (those
+    its [quick] table lists, else every scenario of the preset), each on a target already kept that
+    serves it, else on the target that serves the most of those still missing (the first on a tie).
+    Every claim is judged, in as few JVMs as that allows: the quick form is a smoke of the preset's
     pipeline. That every target starts, passes verification and survives load on every scenario it
     declares is the load smoke's to show (tests/test_frameworks.py), not each preset's."""
     kept: dict[str, set[str]] = {t: set() for t in matrix}
     for claim in claims:
         kept[claim["target"]].add(claim["scenario"])
-    missing = [s for s in dict.fromkeys(s for scenarios in matrix.values() for s in scenarios)
-               if not any(s in cells for cells in kept.values())]
+    wanted = scenarios if scenarios is not None else dict.fromkeys(s for cells in matrix.values() for s in cells)
+    missing = [s for s in wanted if not any(s in cells for cells in kept.values())]
     while missing:
         serves = {t: {s for s in missing if s in matrix[t]} for t in matrix}
         target = max(matrix, key=lambda t: (bool(kept[t] and serves[t]), len(serves[t])))
