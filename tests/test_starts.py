@@ -7,7 +7,8 @@ import pytest
 from conftest import FIXTURES
 from test_run_options import asked
 
-from orchestrator.config.catalog import discover, resolve, with_modes
+from orchestrator.config.catalog import discover, resolve
+from orchestrator.config.modes import with_modes
 from orchestrator.drivers.base import LoadResult
 from orchestrator.errors import UsageError
 from orchestrator.results import claims, starts

@@ -130,7 +130,7 @@ def test_the_cell_runs_a_toy_kind_through_its_own_loop(stairs, monkeypatch, tmp_
                                       catalog={"toy": SimpleNamespace(health_path="/health")},
                                       load_placement=dict)
         base = {"run_id": "r", "target": "toy:one", "framework": "toy", "scenario": "plaintext", "repeat": 1}
-        rows, series = measure_cell(environment, SimpleNamespace(server=server), plan, base, "plaintext",
+        rows, series = measure_cell(environment, SimpleNamespace(server=server, launched_at=0.0), plan, base, "plaintext",
                                     *plan.profile.levels()[0])
     finally:
         health.shutdown()

@@ -13,7 +13,7 @@ from rich.markup import escape
 from orchestrator.cli.common import check_writable, override_profile, parse_settings, select_targets
 from orchestrator.config import presets, profiles
 from orchestrator.config import topology as topology_mod
-from orchestrator.config.catalog import JVM_MODES, STARTS, with_modes
+from orchestrator.config.modes import JVM_MODES, STARTS, with_modes
 from orchestrator.config.plan import Plan
 from orchestrator.config.scenarios import SCENARIOS, parse_list
 from orchestrator.errors import UsageError

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from orchestrator import FRAMEWORKS_DIR
 from orchestrator.config.documents import Document
+from orchestrator.config.modes import MODES, slug
 from orchestrator.config.parity_fields import PARITY_FIELDS
 from orchestrator.config.scenarios import MANIFEST_SCENARIOS
 from orchestrator.errors import UsageError
@@ -59,15 +60,6 @@ class Framework:
         return self.path / self.artifact
 
 
-# How a target's JVM starts and meets its load, beside the default (a JVM of its own, warmed up until
-# steady): "aot-cache" starts from a JDK AOT cache trained on it (targets/aot_cache.py), "cold" meets
-# its load with no warm-up, a fresh JVM per cell. Each is a target of its own in a run ("+" joins them
-# to the id: spring-mvc:platform+aot-cache+cold), measured and judged beside the others.
-JVM_MODES = ("default", "aot-cache")
-STARTS = ("warm", "cold")
-MODES = ("aot-cache", "cold")
-
-
 @dataclass(frozen=True)
 class Target:
     framework: Framework
@@ -95,24 +87,6 @@ class Target:
     @property
     def cold(self) -> bool:
         return "cold" in self.modes
-
-
-def slug(target_id: str) -> str:
-    """A target id as a file or container name: ':' and '+' become '-'."""
-    return target_id.replace(":", "-").replace("+", "-")
-
-
-def base_id(target_id: str) -> str:
-    """The framework:variant of a target id, its modes left out."""
-    return target_id.partition("+")[0]
-
-
-def with_modes(matrix: dict[str, list[str] | None], jvm_modes=("default",), starts=("warm",)) -> dict:
-    """The matrix with each target once per JVM mode and start (JVM_MODES, STARTS): the default mode
-    and the warm start add nothing to the id."""
-    extra = [tuple(m for m in ("aot-cache" if j == "aot-cache" else None, "cold" if s == "cold" else None) if m)
-             for j in jvm_modes for s in starts]
-    return {"+".join((t, *modes)): scenarios for t, scenarios in matrix.items() for modes in extra}
 
 
 def _parity(f: Document) -> dict[str, str]:

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.config import options, profiles, topology
-from orchestrator.config.catalog import JVM_MODES, STARTS, Framework, resolve
+from orchestrator.config.catalog import Framework, resolve
 from orchestrator.config.documents import Document
+from orchestrator.config.modes import JVM_MODES, STARTS
 from orchestrator.config.profiles import Profile
 from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.errors import UsageError

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from orchestrator import drivers
-from orchestrator.config.catalog import slug
+from orchestrator.config.modes import slug
 from orchestrator.config.plan import Plan
 from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.drivers.base import LoadResult, LoadSpec

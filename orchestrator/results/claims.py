@@ -16,7 +16,7 @@ import operator
 import re
 
 from orchestrator import lazy
-from orchestrator.config.catalog import base_id
+from orchestrator.config.modes import base_id
 from orchestrator.results.schema import COLUMNS
 
 pd = lazy.module("pandas")

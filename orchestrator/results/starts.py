@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 from orchestrator import lazy
-from orchestrator.config.catalog import base_id
+from orchestrator.config.modes import base_id
 from orchestrator.results import judge
 
 np = lazy.module("numpy")

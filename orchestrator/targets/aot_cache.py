@@ -23,7 +23,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from orchestrator import drivers
-from orchestrator.config.catalog import Target, slug
+from orchestrator.config.catalog import Target
+from orchestrator.config.modes import slug
 from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.drivers.base import DriverFailed, LoadSpec
 from orchestrator.errors import TargetFailed
