@@ -60,8 +60,8 @@ def _row(target, repeat, rps, **more):
 
 def test_a_cold_cell_reaches_the_warm_figure_at_the_end_of_its_first_second_above_ninety_percent():
     df = pd.DataFrame([_row("a:x", 1, 1000.0, startup_s=2.0), _row("a:x", 2, 1040.0, startup_s=2.0),
-                       _row("a:x+cold", 1, 600.0, startup_s=2.1, since_launch_s=3.0, jit_time_ms=900.0),
-                       _row("a:x+cold", 2, 500.0, startup_s=2.2, since_launch_s=3.5, jit_time_ms=950.0)])
+                       _row("a:x+cold", 1, 600.0, startup_s=2.1, since_launch_s=3.0, jit_time_ms=900.0, duration_s=3.5),
+                       _row("a:x+cold", 2, 500.0, startup_s=2.2, since_launch_s=3.5, jit_time_ms=950.0, duration_s=4.0)])
     ts = pd.DataFrame([{"target": "a:x+cold", "scenario": "cpu", "repeat": rep, "t_s": t, "rps": v}
                        for rep, series in ((1, [200, 600, 950, 990]), (2, [100, 300, 500, 700]))
                        for t, v in enumerate(series)])
@@ -72,6 +72,9 @@ def test_a_cold_cell_reaches_the_warm_figure_at_the_end_of_its_first_second_abov
     # repeat 2 never got there: no time, and how close it came
     assert pd.isna(cold.loc[2, "time_to_share_s"]) and cold.loc[2, "best_share"] == pytest.approx(700 / 1020)
     assert starts.jvm_modes(df, ts).empty   # one JVM mode: nothing to compare
+    # a window that ends inside the second that got there: the time runs to the window's end
+    short = starts.cold_starts(df.assign(duration_s=2.5), ts).set_index("repeat")
+    assert short.loc[1, "time_to_share_s"] == 3.0 + 2.5
 
 
 def test_the_aot_cache_is_judged_against_the_default_start_by_the_repeats_noise():

@@ -117,8 +117,9 @@ class WarmedUpCell:
         fast the JVM came up to speed: analysis.cold_starts reads it against the warm cell); [] for a
         warm cell, or a driver that keeps no per-request times."""
         answered = result.answered_per_second() if self.base.get("start") == "cold" else None
-        return [self.second({"t_s": t, "epoch_s": int(result.started_at + t), "rps": float(n)}, sampler,
-                            at=result.started_at + t)
+        # a rate: the window's last second may be part of one (a burst of 0.6 s is one part-second)
+        return [self.second({"t_s": t, "epoch_s": int(result.started_at + t),
+                             "rps": n / max(min(1.0, result.duration_s - t), 1e-3)}, sampler, at=result.started_at + t)
                 for t, n in enumerate(answered or [])]
 
     def keep(self, name: str, results: list, rows: list[dict]) -> list[dict]:

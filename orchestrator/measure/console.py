@@ -85,7 +85,8 @@ class ConsoleView:
             self.progress.stop()
 
     def notice(self, text: str, warning: bool = False) -> None:
-        self.console.print(f"[yellow]{text}[/]" if warning else text)
+        # a target id before a colon reads as an emoji code (fixture:ok: is 🆗)
+        self.console.print(f"[yellow]{text}[/]" if warning else text, emoji=False)
 
     def run_started(self, cells: int) -> None:
         self.progress.start()

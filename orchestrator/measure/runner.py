@@ -121,8 +121,12 @@ class Run:
             meta["finished_at"] = dt.datetime.now().isoformat(timespec="seconds")
             if self.net:
                 meta["network"] = self.net.describe()   # with the probes of every level
-            # each finished target added its threads to the stored parity table (_observe)
-            meta["parity"] = store.meta().get("parity") or meta.get("parity", {})
+            # each finished target added its threads to the stored parity table (_observe), and each
+            # AOT cache its record (_train)
+            stored = store.meta()
+            meta["parity"] = stored.get("parity") or meta.get("parity", {})
+            if stored.get("aot_caches"):
+                meta["aot_caches"] = stored["aot_caches"]
             store.write_meta(meta)
 
     def _busy_warnings(self, meta: dict) -> None:

@@ -1,13 +1,14 @@
 """How targets start: a cold JVM against the same target warmed up, and the JDK's AOT cache against
-the default start (catalog.MODES).
+the default start (config/modes.py).
 
 A cold cell (start = "cold") met its load with no warm-up, seconds after the JVM's first answer. Its
 answers per second are in the time series; the warm figure is the median rps of the same target, JVM
 mode, scenario and load level warmed up until steady, in the same run. `time_to_share_s` is the time
-from the JVM's spawn to the end of the first second of the cold window whose answers reached
-WARM_SHARE of that figure: its start-up, the wait until the load began (verification) and the
-seconds the JIT needed. It is null when no second did (the window was shorter than the JVM's way up,
-or a burst's last requests drained below it); `best_share` says how close it came.
+from the JVM's spawn to the end of the first second of the cold window whose answers (a rate: the
+window's last second may be part of one) reached WARM_SHARE of that figure: its start-up, the wait
+until the load began (verification) and the seconds the JIT needed. It is null when no second did
+(the window was shorter than the JVM's way up, or a burst's last requests drained below it);
+`best_share` says how close it came.
 
     from orchestrator.results import store, starts
     starts.cold_starts(store.load(run), store.load_timeseries(run))
@@ -56,7 +57,9 @@ def cold_starts(df: pd.DataFrame, ts: pd.DataFrame | None) -> pd.DataFrame:
                      ].sort_values("t_s") if ts is not None and len(ts) else pd.DataFrame(columns=["t_s", "rps"])
         best = float(seconds["rps"].max()) / warm_rps if len(seconds) and warm_rps > 0 else math.nan
         reached = seconds[seconds["rps"] >= WARM_SHARE * warm_rps] if warm_rps > 0 else seconds.iloc[0:0]
-        to_share = float(r["since_launch_s"]) + float(reached["t_s"].iloc[0]) + 1 if len(reached) else math.nan
+        # the end of that second, or of the window where its last second is part of one
+        end = min(float(reached["t_s"].iloc[0]) + 1, float(r["duration_s"])) if len(reached) else math.nan
+        to_share = float(r["since_launch_s"]) + end
         rows.append({"target": r["target"], "base": base_id(r["target"]), "jvm_mode": r.get("jvm_mode"),
                      **{c: r.get(c) for c in LEVEL}, "repeat": r["repeat"], "startup_s": r["startup_s"],
                      "since_launch_s": r["since_launch_s"], "rps": r["rps"], "latency_p99_ms": r["latency_p99_ms"],
