@@ -9,7 +9,9 @@ from conftest import PORTS, ROOT, bench
 
 from orchestrator.config import presets
 from orchestrator.config.catalog import discover
+from orchestrator.config.modes import with_modes
 from orchestrator.measure import calibrate, ceilings
+from orchestrator.results import starts
 from orchestrator.results import store as results
 
 pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
@@ -26,7 +28,9 @@ def test_a_preset_runs_to_completion_in_its_quick_form(results_dir, name):
     assert (df["status"] == "ok").all(), df[["target", "scenario", "reason"]]
     assert set(df["profile"]) == {f"{name} (quick)"} and set(df["kind"]) == {preset.profile.kind}
     measured = {(t, s) for t, s in zip(df["target"], df["scenario"])}
-    assert measured == {(t, s) for t, scenarios in preset.matrix.items() for s in scenarios}
+    # each target once per mode the preset runs it in (cpu-and-io-bursts: warm, and cold as its study)
+    planned = with_modes(preset.matrix, preset.jvm_modes, preset.starts)
+    assert measured == {(t, s) for t, scenarios in planned.items() for s in scenarios}
     if preset.profile.kind == "capacity":
         # With no calibration in its --results-dir, the run measured pacer's open-model ceiling first
         # and kept it there (never in the checkout's results/), as the search's cap; only up to twice
@@ -55,6 +59,11 @@ def test_a_preset_runs_to_completion_in_its_quick_form(results_dir, name):
             * (len(preset.topology.levels()) if preset.topology else 1)
         assert len(df) == len(measured) * per_cell * preset.profile.repeat
     assert (df["requests"] > 0).all() and df["latency_p95_ms"].notna().all()
+    if "cold" in preset.starts:
+        # cold beside warm: no warm-up, a JVM per cell, each read against its warmed twin
+        cold = starts.cold_starts(df, results.load_timeseries(run))
+        assert len(cold) == len(df[df["start"] == "cold"]) > 0 and cold["warm_rps"].notna().all(), cold
+        assert (df.loc[df["start"] == "cold", "warmup_s"] == 0).all() and cold["best_share"].notna().all()
     if preset.profile.kind == "ramp":
         ts = results.load_timeseries(run)
         assert {(t, s) for t, s in zip(ts["target"], ts["scenario"])} == measured
