@@ -105,4 +105,4 @@ def train(environment, target: Target, env: dict[str, str], scenarios: list[str]
                            f"{log_tail(log, 5)}")
     return {"cache": str(cache.relative_to(environment.run_dir)), "mb": round(cache.stat().st_size / 2**20, 1),
             "trained_on": scenarios, "seconds_each": TRAIN_S, "connections": TRAIN_CONNECTIONS, "driver": "wrk",
-            "took_s": round(time.monotonic() - t0, 1), "log": str(log)}
+            "took_s": round(time.monotonic() - t0, 1), "log": str(log.relative_to(environment.run_dir))}
