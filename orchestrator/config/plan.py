@@ -39,8 +39,8 @@ class Settings:
     # Where the server and the data services run and the links between them (topology.py's
     # Topology.to_dict()); None: everything on this machine's loopback
     topology: dict | None = None
-    # How each target's JVM starts (catalog.JVM_MODES) and meets its load (catalog.STARTS): the matrix
-    # holds each target once per pair (catalog.with_modes); "aot-cache" also logs every JVM's class
+    # How each target's JVM starts (modes.JVM_MODES) and meets its load (modes.STARTS): the matrix
+    # holds each target once per pair (modes.with_modes); "aot-cache" also logs every JVM's class
     # loading, in both modes alike, so that each row says how many classes came from a cache
     jvm_modes: tuple[str, ...] = ("default",)
     starts: tuple[str, ...] = ("warm",)

@@ -37,8 +37,8 @@ class Preset:
     claims: tuple[dict, ...] = ()        # the study's claims with the evidence that tests each (claims.py)
     topology: topology.Topology | None = None   # where the study ran its server and database
     jfr: bool = True                     # Flight Recorder on, for its flame graphs and evidence
-    jvm_modes: tuple[str, ...] = ("default",)   # how each target's JVM starts (catalog.JVM_MODES)
-    starts: tuple[str, ...] = ("warm",)          # and meets its load (catalog.STARTS)
+    jvm_modes: tuple[str, ...] = ("default",)   # how each target's JVM starts (modes.JVM_MODES)
+    starts: tuple[str, ...] = ("warm",)          # and meets its load (modes.STARTS)
 
     def settings(self, cpus_given: bool) -> dict:
         """The run settings the study used, for the options the user left out. CPUs go as a pair: a

@@ -64,7 +64,7 @@ def check(claim: dict) -> str | None:
 
 def sentences(df: pd.DataFrame, claims: list[dict], x: str = "concurrency") -> list[str]:
     """One sentence per claim and load level of its target and scenario in df; a target measured in
-    several modes (cold, with an AOT cache: catalog.MODES) is judged in each."""
+    several modes (cold, with an AOT cache: modes.MODES) is judged in each."""
     out = []
     for c in claims:
         rows = df[(df["target"].map(base_id) == c["target"]) & (df["scenario"] == c["scenario"])

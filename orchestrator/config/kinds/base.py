@@ -75,7 +75,7 @@ class Kind:
     open_model = False
     # Its cells are capped by that ceiling: the run measures it first when it is not yet known.
     needs_open_ceiling = False
-    # A cell is one window of load: it can meet a cold JVM (catalog.STARTS), where a ramp's steps or a
+    # A cell is one window of load: it can meet a cold JVM (modes.STARTS), where a ramp's steps or a
     # search's probes would each meet a JVM the ones before had warmed.
     single_window = True
 
