@@ -114,7 +114,7 @@ class WarmedUpCell:
 
     def cold_series(self, result: LoadResult, sampler: Sampler) -> list[dict]:
         """A cold cell's answers per second of its window, with the server's figures over each (how
-        fast the JVM came up to speed: analysis.cold_starts reads it against the warm cell); [] for a
+        fast the JVM came up to speed: results/starts.py reads it against the warm cell); [] for a
         warm cell, or a driver that keeps no per-request times."""
         answered = result.answered_per_second() if self.base.get("start") == "cold" else None
         # a rate: the window's last second may be part of one (a burst of 0.6 s is one part-second)
