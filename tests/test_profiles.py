@@ -200,8 +200,13 @@ def test_a_rate_the_connections_cannot_carry_is_flagged(results_dir):
                            "--warmup", "0s")
     row = df.iloc[0]
     assert "rate-not-met" in row["check_flags"] and 40 <= row["rps"] <= 60, row
-    # their wait is in their latency: the last sent waited about a second for a connection
-    assert row["latency_max_ms"] >= 900 and row["send_lag_p99_ms"] < 5, row
+    # their wait is in their latency: the last sent waited about a second for a connection; pacer's own
+    # lag is in none of it. Few arrivals find a connection idle here, so its lag p99 is their slowest:
+    # one send 9.5 ms late, with the host holding CPU 0 for ~28 ms in a poll, read "p99 9.5 ms" in CI's
+    # rehearsal. What says the generator lagged is its own rule (generator-behind-schedule) and how many
+    # it sent late: at most 1 % of the 200 arrivals.
+    assert row["latency_max_ms"] >= 900 and row["late_sends"] <= 2, row
+    assert "generator-behind-schedule" not in row["check_flags"], row
 
 
 @pytest.mark.slow
