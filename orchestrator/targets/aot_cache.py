@@ -13,7 +13,7 @@ records what it was trained on.
 says why, rather than quietly starting without it. In a run with an aot-cache mode every JVM, of both
 modes, logs its class loading (-Xlog:class+load), from which each row counts the classes loaded and
 those mapped from a CDS archive: the JDK's default one (its own classes) in the default mode, the
-target's cache in the other (9,395 of 9,563 for Spring MVC here).
+target's cache in the other (12,817 of 13,133 for Spring MVC here, against 1,458 by default).
 """
 from __future__ import annotations
 
