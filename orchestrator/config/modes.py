@@ -20,6 +20,11 @@ def base_id(target_id: str) -> str:
     return target_id.partition("+")[0]
 
 
+def warm_twin(target_id: str) -> str:
+    """The id of the same target in the same JVM mode, warmed up (a cold one's reference)."""
+    return "+".join(m for m in target_id.split("+") if m != "cold")
+
+
 def with_modes(matrix: dict[str, list[str] | None], jvm_modes=("default",), starts=("warm",)) -> dict:
     """The matrix with each target once per JVM mode and start (JVM_MODES, STARTS): the default mode
     and the warm start add nothing to the id."""

@@ -224,10 +224,6 @@ def document(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
     return blocks
 
 
-def _fmt(v, pattern: str = "{:,.1f}") -> str:
-    return "–" if v is None or v != v else pattern.format(v)
-
-
 def _start_blocks(df: pd.DataFrame, ts: pd.DataFrame | None) -> list[tuple]:
     """Cold starts against the warmed target, and the AOT cache against the default start (starts.py)."""
     blocks: list[tuple] = []
@@ -241,13 +237,12 @@ def _start_blocks(df: pd.DataFrame, ts: pd.DataFrame | None) -> list[tuple]:
             p99=("latency_p99_ms", "median"), jit=("jit_time_ms", "median")).reset_index()
         shown = pd.DataFrame({
             "target": table["target"], "scenario": table["scenario"], "repeats": table["n"],
-            "first answer s": table["startup_s"].map(_fmt), "load began s": table["since_launch_s"].map(_fmt),
-            f"to {share} of warm s": [_fmt(t) + (f" ({k} of {n})" if k < n else "")
+            "first answer s": table["startup_s"].map(fmt), "load began s": table["since_launch_s"].map(fmt),
+            f"to {share} of warm s": [fmt(t) + (f" ({k} of {n})" if k < n else "")
                                      for t, k, n in zip(table["to_share"], table["reached"], table["n"])],
-            "best second, of warm": table["best"].map(lambda v: _fmt(v, "{:.0%}")),
-            "cold rps": table["rps"].map(lambda v: _fmt(v, "{:,.0f}")),
-            "warm rps": table["warm"].map(lambda v: _fmt(v, "{:,.0f}")),
-            "cold p99 ms": table["p99"].map(_fmt), "JIT ms in window": table["jit"].map(lambda v: _fmt(v, "{:,.0f}"))})
+            "best second, of warm": (100 * table["best"]).map(lambda v: fmt(v, "%")),
+            "cold rps": table["rps"].map(fmt), "warm rps": table["warm"].map(fmt),
+            "cold p99 ms": table["p99"].map(fmt), "JIT ms in window": table["jit"].map(fmt)})
         blocks += [("h2", "Cold start"),
                    ("p", f"Each cold cell met its load with no warm-up, in a JVM of its own, seconds after its "
                          f"first answer (the verification's few requests in between). Seconds are counted from "
@@ -259,8 +254,8 @@ def _start_blocks(df: pd.DataFrame, ts: pd.DataFrame | None) -> list[tuple]:
                    ("table", shown)]
     modes = starts.jvm_modes(df, ts)
     if len(modes):
-        shown = modes.assign(default=modes["default"].map(_fmt), aot_cache=modes["aot_cache"].map(_fmt),
-                             change_pct=modes["change_pct"].map(lambda v: _fmt(v, "{:+.1f} %")))
+        shown = modes.assign(default=modes["default"].map(fmt), aot_cache=modes["aot_cache"].map(fmt),
+                             change_pct=modes["change_pct"].map(lambda v: ("+" if v > 0 else "") + fmt(v, "%")))
         blocks += [("h2", "The JDK's AOT cache against the default start"),
                    ("p", "Each target ran in both JVM modes: the default, and from an AOT cache the run trained on "
                          "it first (orchestrator/targets/aot_cache.py; classes loaded and linked ahead of time, "

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 from orchestrator import lazy
-from orchestrator.config.modes import base_id
+from orchestrator.config.modes import base_id, warm_twin
 from orchestrator.results import judge
 
 np = lazy.module("numpy")
@@ -26,10 +26,6 @@ pd = lazy.module("pandas")
 
 WARM_SHARE = 0.9
 LEVEL = ["scenario", "network", "concurrency", "rate"]
-
-
-def _warm_id(target_id: str) -> str:
-    return target_id.replace("+cold", "")
 
 
 def _same_level(df: pd.DataFrame, row) -> pd.Series:
@@ -51,7 +47,7 @@ def cold_starts(df: pd.DataFrame, ts: pd.DataFrame | None) -> pd.DataFrame:
     cold = ok[ok["start"] == "cold"]
     rows = []
     for _, r in cold.iterrows():
-        warm = ok[(ok["target"] == _warm_id(r["target"])) & _same_level(ok, r)]
+        warm = ok[(ok["target"] == warm_twin(r["target"])) & _same_level(ok, r)]
         warm_rps = float(warm["rps"].median()) if len(warm) else math.nan
         seconds = ts[(ts["target"] == r["target"]) & (ts["scenario"] == r["scenario"]) & (ts["repeat"] == r["repeat"])
                      ].sort_values("t_s") if ts is not None and len(ts) else pd.DataFrame(columns=["t_s", "rps"])
