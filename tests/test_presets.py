@@ -17,7 +17,7 @@ from orchestrator.results import store as results
 pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
 
 
-@pytest.mark.parametrize("name", sorted(presets.shipped()))
+@pytest.mark.parametrize("name", presets.names())
 def test_a_preset_runs_to_completion_in_its_quick_form(results_dir, name):
     preset = presets.load(name, discover(ROOT / "frameworks"), quick=True)
     r = bench("run", *PORTS, "--preset", name, "--quick", "--results-dir", str(results_dir), frameworks=None,
@@ -91,6 +91,19 @@ def test_a_preset_runs_to_completion_in_its_quick_form(results_dir, name):
         queue = df[df["scenario"] == "cpu-yield"].groupby("target")["tcp_accept_queue_peak"].max()
         assert queue["spring-webflux:reactive"] > queue["spring-mvc:virtual"] + 10, queue
         assert (df["users_answered"] <= df["concurrency"]).all() and df["users_answered"].notna().all()
+    if "aot-cache" in preset.jvm_modes:
+        # each target's cache trained once, and the JVMs started from it mapped most of their classes
+        # from it, by their own class loading log
+        assert set(meta["aot_caches"]) == {t.partition("+")[0] for t in planned}
+        cached = df[df["jvm_mode"] == "aot-cache"]
+        assert (cached["classes_from_cache"] > 0.8 * cached["classes_loaded"]).all(), cached["classes_from_cache"]
+    if preset.profile.spike_s and preset.profile.kind == "capacity":
+        # the spike's own row and the per-second series it is read from (test_capacity checks the
+        # recovery against theory on a pool of known size)
+        spiked = df[df["verdict"].fillna("").str.startswith("spike")]
+        assert len(spiked) == len(found) and spiked["rate"].notna().all(), df[["rate", "verdict"]]
+        ts = results.load_timeseries(run)
+        assert set(ts["step"]) == {1, 2, 3} and ts["offered_per_s"].sum() > 0
     if name in ("redis-frameworks", "mvc-vs-reactive-ramp", "capacity-at-slo", "far-database"):
         # The report of a preset run (a ramp's with its time series, a search's with its capacity) renders.
         from test_report import assert_renders

@@ -41,10 +41,11 @@ def test_every_kind_describes_its_shipped_profile():
 def test_every_shipped_preset_resolves_against_the_repo():
     from orchestrator import REPO_ROOT
     catalog = discover(REPO_ROOT / "frameworks")
-    names = set(presets.shipped())
-    assert names == {"gateway-vt-vs-webflux", "spring-concurrency-models", "redis-frameworks", "capacity-at-slo",
-                     "mvc-vs-reactive-ramp", "cpu-and-io-bursts", "far-database", "cpu-yield"}
-    for name in names:
+    assert set(presets.names()) == {
+        "gateway-vt-vs-webflux", "spring-concurrency-models", "redis-frameworks", "capacity-at-slo",
+        "mvc-vs-reactive-ramp", "cpu-and-io-bursts", "far-database", "cpu-yield", "cold-start-and-spike:cold",
+        "cold-start-and-spike:overload"}
+    for name in presets.names():
         full, quick = presets.load(name, catalog), presets.load(name, catalog, quick=True)
         assert full.profile.kind == quick.profile.kind, name
         # the quick form's cells cover every claim's cell and the scenarios its [quick] table names (else
@@ -54,7 +55,7 @@ def test_every_shipped_preset_resolves_against_the_repo():
         assert cells <= {(t, s) for t, scenarios in full.matrix.items() for s in scenarios}, name
         assert all(quick.matrix.values()), name
         assert len(quick.matrix) == max(1, len({c["target"] for c in full.claims})), name
-        named = tomllib.loads(presets.shipped()[name].read_text()).get("quick", {}).get("scenarios")
+        named = _quick_table(name).get("scenarios")
         wanted = set(named) if named is not None else {s for scenarios in full.matrix.values() for s in scenarios}
         assert {s for _, s in cells} == wanted | {c["scenario"] for c in full.claims}, name
         assert {(c["target"], c["scenario"]) for c in full.claims} <= cells, name
@@ -83,6 +84,25 @@ def test_every_shipped_preset_resolves_against_the_repo():
     assert (bursts.starts, bursts.jvm_modes) == (("warm", "cold"), ("default",))   # the study ran cold
     assert presets.load("redis-frameworks", catalog).cpus(have=2) == ("1", "0")
     assert presets.load("redis-frameworks", catalog).cpus(have=8) == ("6-7", "0-5")
+
+
+def _quick_table(name: str) -> dict:
+    """The [quick] table of a shipped preset as written (a part's, for NAME:PART)."""
+    base, _, part = name.partition(presets.PART)
+    doc = tomllib.loads(presets.shipped()[base].read_text())
+    return next(p for p in doc["parts"] if p["name"] == part).get("quick", {}) if part else doc.get("quick", {})
+
+
+def test_a_bad_preset_part_is_named(tmp_path, monkeypatch):
+    text = presets.shipped()["cold-start-and-spike"].read_text()
+    monkeypatch.setattr(presets, "PRESETS_DIR", tmp_path)
+    for bad, good, name, field, problem in (
+            ('name = "Cold Part"', 'name = "cold"', "mine:overload", "parts[0]", "lower-case letters, digits and -"),
+            ('kind = "soak"', 'kind = "burst"', "mine:cold", "profile.kind", "'soak' is not a profile kind")):
+        (tmp_path / "mine.toml").write_text(text.replace(good, bad, 1))
+        with pytest.raises(ManifestError) as e:
+            presets.load(name, discover())
+        assert e.value.field == field and "mine.toml" in str(e.value) and problem in str(e.value)
 
 
 BAD_PROFILES = [

@@ -50,3 +50,24 @@ def test_a_preset_s_quick_form_says_how_much_of_the_study_it_runs(tmp_path):
                                                                                   said.append)
     assert plan.preset == "redis-frameworks"
     assert said[0].startswith("preset redis-frameworks: ") and "quick form, a smoke of the preset" in said[-1]
+
+
+def test_a_preset_of_parts_is_a_run_per_part_each_with_its_own_profile(tmp_path):
+    said = []
+    cold, overload = asked(preset="cold-start-and-spike", results_dir=tmp_path).plans(
+        discover(REPO_ROOT / "frameworks"), said.append)
+    assert (cold.preset, overload.preset) == ("cold-start-and-spike:cold", "cold-start-and-spike:overload")
+    assert (cold.profile.kind, overload.profile.kind) == ("burst", "capacity")
+    # the preset's settings under each part's own: both JVM modes in each, the cold start in the bursts only
+    assert cold.settings.jvm_modes == overload.settings.jvm_modes == ("default", "aot-cache")
+    assert (cold.settings.starts, overload.settings.starts) == (("warm", "cold"), ("warm",))
+    assert "spring-webflux:reactive-parallel+aot-cache+cold" in cold.matrix
+    assert (overload.profile.overload, overload.profile.spike_s) == ((1.25, 1.5, 2.0), 10.0)
+    assert sum("cold bursts beside warmed ones" in line for line in said) == 1
+    # one part by name; the quick form's own settings over the part's
+    (quick,) = asked(preset="cold-start-and-spike:overload", quick=True, results_dir=tmp_path).plans(
+        discover(REPO_ROOT / "frameworks"), said.append)
+    assert quick.matrix == {"spring-mvc:platform": ["sleep"]} and quick.settings.jvm_modes == ("default",)
+    assert (quick.profile.overload, quick.profile.spike_s, quick.profile.recovery_window_s) == ((2.0,), 2.0, 6.0)
+    with pytest.raises(UsageError, match="preset 'cold-start-and-spike' has no part 'warm'; valid: cold, overload"):
+        asked(preset="cold-start-and-spike:warm", results_dir=tmp_path).plans(discover(REPO_ROOT / "frameworks"), print)

@@ -21,11 +21,12 @@ def profiles_cmd() -> None:
 
 
 def presets_cmd() -> None:
-    """The studies `bench run --preset NAME` reruns, one line each."""
+    """The studies `bench run --preset NAME` reruns, one line each (a preset of parts: one per part, each
+    a run of its own, NAME:PART)."""
     catalog = discover()
     table = Table("preset", "profile", "targets", "what it compares", box=box.SIMPLE_HEAD)
     table.columns[-1].overflow = "fold"
-    for name in presets.shipped():
+    for name in presets.names():
         pr = presets.load(name, catalog)
         scen = sorted({s for v in pr.matrix.values() for s in v})
         table.add_row(name, f"{pr.profile.kind} ({pr.profile.driver})", f"{len(pr.matrix)} x {','.join(scen)}",

@@ -44,7 +44,8 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
         profile: str = typer.Option("throughput", "--profile", "-p", help="Load profile: a name from `bench "
                                     "profiles` or a .toml file of your own."),
         preset: Optional[str] = typer.Option(None, "--preset", help="Run a study's targets, scenarios and profile "
-                                             "(`bench presets`); -f, -v, -s and --profile do not apply."),
+                                             "(`bench presets`; a preset of parts runs each part as a run of its "
+                                             "own, NAME:PART one of them); -f, -v, -s and --profile do not apply."),
         quick: bool = typer.Option(False, "--quick", help="With --preset: its short form, for CI."),
         concurrency: Optional[str] = typer.Option(None, "--concurrency", "-c", help="Connections (VUs for rate), "
                                                   "comma-separated; overrides the profile."),
@@ -97,9 +98,26 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
         store = results.RunStore(results.find_run(resume, results_dir))
         plan = Plan.from_dict(store.meta()["plan"])
         console.print(f"resuming {store.run_id}: {len(store.rows)} rows already measured")
+        runs = [(plan, store)]
     else:
-        plan = asked.plan(catalog, console.print)
-        store = runner.new_store(root=results_dir)
+        runs = [(plan, None) for plan in asked.plans(catalog, console.print)]
+    failed = 0
+    for i, (plan, store) in enumerate(runs):
+        if len(runs) > 1:
+            console.rule(f"part {i + 1} of {len(runs)}: preset {plan.preset}")
+        try:
+            failed += _measure(plan, store or runner.new_store(root=results_dir), catalog, results_dir)
+        except KeyboardInterrupt:
+            left = [p.preset for p, _ in runs[i + 1:]]
+            if left:
+                console.print(f"not run: {', '.join(left)} (`bench run --preset NAME:PART` runs one part)")
+            raise
+    if failed:
+        raise typer.Exit(1)
+
+
+def _measure(plan: Plan, store: results.RunStore, catalog: dict, results_dir: Path) -> int:
+    """Run the plan into store and print its rows; the number of failed cells."""
     p = plan.profile
     console.print(f"profile {p.name} ({p.kind}, {p.driver}): {p.describe()}, {p.repeat} repeat(s)")
     console.print(f"[dim]{escape(judge_notice(plan, catalog, results_dir))}[/]", soft_wrap=True)
@@ -109,9 +127,7 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
     print_results(results.load(store.dir))
     console.print(f"run {store.run_id}: {len(store.rows)} rows ({failed} failed cells) in {took:.0f} s -> "
                   f"{store.dir / results.MEASUREMENTS}")
-    if failed:
-        raise typer.Exit(1)
-
+    return failed
 
 def judge_notice(plan: Plan, catalog: dict, results_dir: Path) -> str:
     """What the plan's repeats can tell, before it measures: at the noise this machine's floor measured

@@ -59,6 +59,12 @@ class RunOptions:
     timeout: str
     results_dir: Path
 
+    def plans(self, catalog: dict, say: Callable[[str], None]) -> list[Plan]:
+        """The new runs these options ask for, one after the other: a preset of parts runs each part as a
+        run of its own (presets.runs); every one is checked before any measures."""
+        names = presets.runs(self.preset) if self.preset else [None]
+        return [replace(self, preset=name).plan(catalog, say) for name in names]
+
     def plan(self, catalog: dict, say: Callable[[str], None]) -> Plan:
         """The new run these options ask for (--resume aside), or UsageError for the first rule they
         break; `say` prints what a preset chose as soon as it is read, before the rules that follow."""

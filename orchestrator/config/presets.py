@@ -4,10 +4,16 @@ A preset (orchestrator/config/presets/*.toml) names its targets with their scena
 orchestrator/config/profiles/), the settings the study used, how it was scaled to this machine, and what
 `--quick` shortens so that CI can run it end to end. The quick form also measures fewer cells
 (quick_cover): each claim's cell, and the scenarios its [quick] table names (else every one), on few targets.
+
+A study that loads its targets in two ways (cold bursts, then a capacity search with overload and a spike)
+is a preset of [[parts]]: each part is a run of its own (NAME:PART, its own run folder, report and
+--resume), with its own profile and whatever else it sets over the preset's tables; `--preset NAME`
+runs them one after the other (`runs`).
 """
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +27,8 @@ from orchestrator.errors import UsageError
 from orchestrator.results.claims import RECORDED, check
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
+PART = ":"   # NAME:PART names one part of a preset of [[parts]]
+FIELDS = ("description", "scaled", "cells", "profile", "settings", "quick", "claims", "topology")
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,56 @@ def shipped() -> dict[str, Path]:
     return {p.stem: p for p in sorted(PRESETS_DIR.glob("*.toml"))}
 
 
+def runs(name: str) -> list[str]:
+    """The presets, one run each, that `--preset name` runs: each part of a preset of [[parts]] (NAME:PART),
+    else the preset itself. UsageError for an unknown name."""
+    base, _, part = name.partition(PART)
+    doc = _read(base)
+    return [name] if part else [f"{base}{PART}{p}" for p in _part_names(doc)] or [name]
+
+
+def names() -> list[str]:
+    """Every preset a run can measure: each shipped one, or each of its parts."""
+    return [n for base in shipped() for n in runs(base)]
+
+
+def _read(base: str) -> Document:
+    known = shipped()
+    if base not in known:
+        raise UsageError(f"unknown preset '{base}'; valid: {', '.join(known)} (see `bench presets`)")
+    doc = Document.read(known[base])
+    doc.check_keys(FIELDS + ("parts",))
+    return doc
+
+
+def _part_names(doc: Document) -> list[str]:
+    found = doc.get("parts", list, [], nonempty=False)
+    for i, part in enumerate(found):
+        if not isinstance(part, dict) or not re.fullmatch(r"[a-z0-9][a-z0-9-]*", str(part.get("name"))):
+            doc.fail(f"parts[{i}]", "must be a table ([[parts]]) with a name of lower-case letters, digits and -")
+        Document(doc.path, part, f"parts[{i}].").check_keys(FIELDS + ("name",))
+    return [p["name"] for p in found]
+
+
+def _part(doc: Document, base: str, part: str) -> Document:
+    """The document of one part: the part's tables over the preset's (a table merged key by key, any
+    other value replaced; descriptions joined)."""
+    parts = _part_names(doc)
+    if not part:
+        if parts:
+            raise UsageError(f"preset '{base}' runs in parts ({', '.join(base + PART + p for p in parts)}): "
+                             f"`--preset {base}` runs them all, NAME:PART one")
+        return doc
+    if part not in parts:
+        raise UsageError(f"preset '{base}' has no part '{part}'; valid: {', '.join(parts) or 'none (it has no parts)'}")
+    table = dict(doc.table["parts"][parts.index(part)])
+    del table["name"]
+    merged = _merge({k: v for k, v in doc.table.items() if k != "parts"}, table)
+    if "description" in table:
+        merged["description"] = f"{doc.table.get('description', '').strip()}: {table['description'].strip()}"
+    return Document(doc.path, merged)
+
+
 def _merge(base: dict, changes: dict) -> dict:
     out = dict(base)
     for k, v in changes.items():
@@ -74,12 +132,10 @@ def _merge(base: dict, changes: dict) -> dict:
 
 
 def load(name: str, catalog: dict[str, Framework], quick: bool = False) -> Preset:
-    """A shipped preset by name; UsageError lists the valid ones, ManifestError names file and field."""
-    known = shipped()
-    if name not in known:
-        raise UsageError(f"unknown preset '{name}'; valid: {', '.join(known)} (see `bench presets`)")
-    doc = Document.read(known[name])
-    doc.check_keys(("description", "scaled", "cells", "profile", "settings", "quick", "claims", "topology"))
+    """A shipped preset by name (NAME:PART for a part of one); UsageError lists the valid ones,
+    ManifestError names file and field."""
+    base, _, part = name.partition(PART)
+    doc = _part(_read(base), base, part)
     description = doc.get("description", str)
     cells = doc.get("cells", list)
     matrix: dict[str, list[str]] = {}
@@ -103,6 +159,8 @@ def load(name: str, catalog: dict[str, Framework], quick: bool = False) -> Prese
     quick_table = dict(doc.get("quick", dict, {}, nonempty=False)) if quick else {}
     topology_doc = doc.sub("topology", {})
     topology_doc.table = _merge(topology_doc.table, quick_table.pop("topology", {}))
+    settings = doc.sub("settings", {})
+    settings.table = _merge(settings.table, quick_table.pop("settings", {}))
     # the scenarios the quick form covers beside its claims' (default: every scenario of the preset)
     quick_scenarios = quick_table.pop("scenarios", None)
     if quick_scenarios is not None:
@@ -114,7 +172,6 @@ def load(name: str, catalog: dict[str, Framework], quick: bool = False) -> Prese
     if quick:
         profile_doc.table = _merge(profile_doc.table, quick_table)
     profile = profiles.parse(profile_doc, name=f"{name}{' (quick)' if quick else ''}")
-    settings = doc.sub("settings", {})
     settings.check_keys(("heap", "server_cores", "fresh_jvm_per_scenario", "jvm_modes", "starts"))
     jvm_modes, starts = (tuple(settings.str_list(key, default)) for key, default in
                          (("jvm_modes", ("default",)), ("starts", ("warm",))))
