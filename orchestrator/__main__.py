@@ -14,9 +14,11 @@ infra/installs.py), so a run that never drives it never waits for it.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -27,6 +29,7 @@ from orchestrator.drivers import debian_packages
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
 STAMP = VENV / ".installed-from"
+SETUP_LOG = VENV / "slow-setup.log"   # the slow tier's set-up, run beside the fast tier
 LOG = VENV / "install.log"        # the full output of every installer step (apt-get, venv, pip, uv)
 DOCKERD_LOG = Path("/tmp/dockerd.log")
 TAIL = 20                         # lines of a failed step's log printed before its path
@@ -174,13 +177,46 @@ def _tests(args: list[str]) -> None:
         args = [SLOWEST, *args]
     if any(a in ("-m", "-k") or a.startswith(("tests", "-m=", "-k=")) for a in args):
         os.execv(pytest[0], [*pytest, *args])
+    # The slow tier's set-up (Maven, Docker's images, k6's build) runs beside the fast tier, whose tests
+    # start no JVM and time nothing: the fast tier's minute and more is no longer added to it
+    setup = None if fast else _slow_setup_beside()
     print("fast tier: pytest -m 'not slow'", flush=True)
-    code = subprocess.run([*pytest, "-m", "not slow", *args]).returncode
+    # SIGTERM as Ctrl-C: either ends the set-up too, which runs in a session of its own
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    try:
+        code = subprocess.run([*pytest, "-m", "not slow", *args]).returncode
+    except BaseException:
+        if setup:
+            _join(setup, stop=True)
+        raise
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if setup:
+        _join(setup, stop=bool(code))
     if code or fast:
         sys.exit(code)
-    _slow_setup()
     print("slow tier: pytest -m slow (JVMs, Redis, MariaDB, load generators, Docker, Chromium)", flush=True)
     os.execv(pytest[0], [*pytest, "-m", "slow", *args])
+
+
+def _slow_setup_beside() -> subprocess.Popen:
+    """_slow_setup in a process of its own (and session: stopped as one), its lines kept in SETUP_LOG."""
+    SETUP_LOG.parent.mkdir(exist_ok=True)
+    with SETUP_LOG.open("w") as log:
+        return subprocess.Popen([str(VENV / "bin" / "python"), "-c", "from orchestrator.__main__ import _slow_setup; "
+                                 "_slow_setup()"], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+                                start_new_session=True)
+
+
+def _join(setup: subprocess.Popen, stop: bool) -> None:
+    """Wait for the set-up (or, with stop, end it: the fast tier failed) and print its lines."""
+    if stop:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(setup.pid, signal.SIGTERM)
+    elif setup.poll() is None:
+        print("waiting for the slow tier's set-up ...", flush=True)
+    setup.wait()
+    if not stop:
+        print(SETUP_LOG.read_text(errors="replace"), end="", flush=True)
 
 
 def _slow_setup() -> None:
