@@ -24,6 +24,7 @@ from orchestrator.config.topology import LOCAL, Topology
 from orchestrator.infra.docker_engine import LABEL_OWNER, client
 from orchestrator.infra.network import Network
 from orchestrator.infra.procs import in_netns, spawn, stop_pid
+from orchestrator.targets import aot_cache
 from orchestrator.targets.environment import Environment
 
 pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators, Docker
@@ -32,16 +33,26 @@ DOCKER = ["--runtime", "docker", "--offline"]
 
 
 def test_run_in_containers_writes_the_same_rows(results_dir):
+    """The rows of the process runtime, here of a JVM started from the JDK's AOT cache (one JVM start
+    more than the default mode's, for the training: the suite's time is short)."""
     r = bench("run", "-f", "fixture:ok", "-s", "json,sleep", "-c", "8", "--warmup", "1s", "--warmup-max", "1s", "-d", "2s",
-              "--memory", "768m", "--results-dir", str(results_dir), *DOCKER, *PORTS)
+              "--jvm-mode", "aot-cache", "--memory", "768m", "--results-dir", str(results_dir), *DOCKER, *PORTS)
     assert r.returncode == 0, r.stdout + r.stderr
-    df = pd.read_parquet(next(results_dir.iterdir()) / "measurements.parquet")
+    run = next(results_dir.iterdir())
+    df = pd.read_parquet(run / "measurements.parquet")
     assert set(df["runtime"]) == {"docker"} and (df["status"] == "ok").all()
     assert (df["rps"] > 0).all() and (df["server_cpu_s"] > 0).all() and (df["server_peak_threads"] > 5).all()
     assert (df["container_peak_mem_mb"] > 10).all() and df["gc_count"].notna().all()
     sleep = df[df["scenario"] == "sleep"].iloc[0]
     assert 100 <= sleep["latency_p50_ms"] < 200
     assert not client().containers.list(all=True, filters={"label": LABEL_OWNER})
+    # the cache, written by the training container's JVM through its mount into the run's folder
+    record = json.loads((run / "run.json").read_text())["aot_caches"]["fixture:ok"]
+    assert (run / record["cache"]).stat().st_size > 1_000_000 and aot_cache.DONE in (run / record["log"]).read_text()
+    # and mapped by the measured one: its own class loading log, written through its mount, says so
+    log = run / "logs" / f"fixture-ok-aot-cache-{run.name}{aot_cache.CLASS_LOG_SUFFIX}"
+    assert "] Fixture source: shared objects file" in log.read_text()
+    assert (df["classes_from_cache"] > 0.5 * df["classes_loaded"]).all(), df[["classes_loaded", "classes_from_cache"]]
 
 
 def test_the_jvm_in_the_container_sees_its_cpu_and_memory_limits(tmp_path, monkeypatch):

@@ -11,8 +11,12 @@ from orchestrator.config.catalog import discover, resolve
 from orchestrator.config.modes import with_modes
 from orchestrator.drivers.base import LoadResult
 from orchestrator.errors import UsageError
+from orchestrator.infra.docker_engine import remote_address
 from orchestrator.results import claims, starts
 from orchestrator.targets import aot_cache
+from orchestrator.targets.runtimes.base import Mount
+from orchestrator.targets.runtimes.docker import DockerRuntime
+from orchestrator.targets.runtimes.process import ProcessRuntime
 
 
 def test_a_target_id_carries_its_modes_in_one_order():
@@ -30,12 +34,27 @@ def test_a_target_id_carries_its_modes_in_one_order():
 @pytest.mark.parametrize("given, message", [
     ({"start": "cold", "profile": "capacity"}, "--start cold meets one window .* not capacity"),
     ({"start": "tepid"}, "tepid"),
-    ({"jvm_mode": "aot-cache", "runtime": "docker"}, "--jvm-mode aot-cache runs in the process runtime"),
     ({"jvm_mode": "graal"}, "graal"),
 ])
 def test_modes_a_run_cannot_measure_are_usage_errors(given, message, tmp_path):
     with pytest.raises(UsageError, match=message):
         asked(framework="fixture:ok", results_dir=tmp_path, **given).plan(discover(FIXTURES), print)
+
+
+@pytest.mark.parametrize("docker_host", ["", "tcp://198.18.255.254:2375"])
+def test_the_aot_cache_runs_in_containers_of_this_machine_s_engine_only(docker_host, tmp_path, monkeypatch):
+    """The cache is trained into the run's folder and mounted from it: another machine's engine has neither."""
+    monkeypatch.setenv("DOCKER_HOST", docker_host)
+    remote_address.cache_clear()   # read once a process
+    options = asked(framework="fixture:ok", jvm_mode="aot-cache", runtime="docker", results_dir=tmp_path)
+    try:
+        if docker_host:
+            with pytest.raises(UsageError, match=r"aot-cache needs the Docker engine on this machine: .*\(198.18.255.254\)"):
+                options.plan(discover(FIXTURES), print)
+        else:
+            assert list(options.plan(discover(FIXTURES), print).matrix) == ["fixture:ok+aot-cache"]
+    finally:
+        remote_address.cache_clear()
 
 
 def test_a_run_of_both_modes_and_starts_measures_each_target_four_ways(tmp_path):
@@ -96,6 +115,20 @@ def test_a_claim_is_judged_in_each_mode_of_its_target():
              "evidence": "threads-on-cpu", "holds": ">= 100"}
     said = claims.sentences(df, [claim])
     assert [s.split(" Here: ")[1].split(" on ")[0] for s in said] == ["a:x", "a:x+cold"]
+
+
+def test_a_container_s_jvm_is_given_the_cache_and_its_class_log_where_they_are_mounted(tmp_path):
+    target, log = resolve(discover(FIXTURES), "fixture:ok+aot-cache"), tmp_path / "logs" / "t.classes.log"
+    trains, written = aot_cache.jvm_options(target, tmp_path, log, True, DockerRuntime().path)
+    opts, mounts = aot_cache.jvm_options(target, tmp_path, log, False, DockerRuntime().path)
+    assert trains[1:] == ["-XX:AOTCacheOutput=/aot/fixture-ok.aot"] and written[1] == Mount(tmp_path / "aot", "/aot", True)
+    assert opts == ["-Xlog:class+load=info:file=/logs/classes.log::filecount=0", "-XX:AOTCache=/aot/fixture-ok.aot",
+                    "-XX:AOTMode=on"]
+    # the class log written, the cache only read once trained
+    assert mounts == (Mount(log, "/logs/classes.log", writable=True), Mount(tmp_path / "aot", "/aot", writable=False))
+    # a local JVM is given the files themselves
+    opts, _ = aot_cache.jvm_options(target, tmp_path, None, False, ProcessRuntime().path)
+    assert opts[0] == f"-XX:AOTCache={tmp_path}/aot/fixture-ok.aot"
 
 
 def test_a_class_loading_log_is_counted_by_where_each_class_came_from(tmp_path):

@@ -17,6 +17,7 @@ from orchestrator.config.modes import JVM_MODES, STARTS, with_modes
 from orchestrator.config.plan import Plan
 from orchestrator.config.scenarios import SCENARIOS, parse_list
 from orchestrator.errors import UsageError
+from orchestrator.infra.docker_engine import remote_address
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,9 +92,9 @@ class RunOptions:
         if "cold" in starts and not prof.rules.single_window:
             raise UsageError(f"--start cold meets one window with a JVM that has not warmed up: it needs a profile of "
                              f"one window a cell (throughput, burst or rate), not {prof.kind}")
-        if "aot-cache" in jvm_modes and settings.runtime != "process":
-            raise UsageError("--jvm-mode aot-cache runs in the process runtime: a container would need its cache "
-                             "trained and mounted inside it, which the docker runtime does not do yet")
+        if "aot-cache" in jvm_modes and settings.runtime == "docker" and remote_address():
+            raise UsageError(f"--jvm-mode aot-cache needs the Docker engine on this machine: the one DOCKER_HOST names "
+                             f"({remote_address()}) cannot mount the cache the run trains and keeps in its folder here")
         settings = replace(settings, jvm_modes=tuple(jvm_modes), starts=tuple(starts))
         matrix = with_modes(matrix, jvm_modes, starts)
         plan = Plan(matrix=matrix, profile=prof, settings=settings, preset=self.preset,

@@ -10,10 +10,16 @@ the cache is assembled. The cache and its training log stay in the run's folder 
 records what it was trained on.
 
 -XX:AOTMode=on: a JVM that cannot map its cache (another JDK, another class path) does not start and
-says why, rather than quietly starting without it. In a run with an aot-cache mode every JVM, of both
-modes, logs its class loading (-Xlog:class+load), from which each row counts the classes loaded and
+says why, rather than quietly starting without it. In a run with an aot-cache mode every JVM measured,
+of both modes, logs its class loading (-Xlog:class+load), from which each row counts the classes loaded and
 those mapped from a CDS archive: the JDK's default one (its own classes) in the default mode, the
 target's cache in the other (12,817 of 13,133 for Spring MVC here, against 1,458 by default).
+
+In the docker runtime the run's aot/ folder is mounted in the container at /aot (writable for the
+training, read-only after) and each JVM's class loading log at /logs/classes.log: the training and
+every measured JVM of a target run in its one image, so the JVM that maps the cache is the one that
+trained it, on the same class path. A remote engine would mount its own machine's folders, not the
+run's: there the mode is refused (run_options.py).
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ import re
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
 from orchestrator import drivers
 from orchestrator.config.catalog import Target
@@ -29,6 +36,7 @@ from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.drivers.base import DriverFailed, LoadSpec
 from orchestrator.errors import TargetFailed
 from orchestrator.infra.procs import log_tail
+from orchestrator.targets.runtimes.base import Mount
 
 TRAIN_S = 5.0
 TRAIN_CONNECTIONS = 64
@@ -37,6 +45,8 @@ ASSEMBLE_S = 300.0
 DONE = "AOTCache creation is complete"
 CACHE_DIR = "aot"
 CLASS_LOG_SUFFIX = ".classes.log"
+CACHE_INSIDE = "/aot"                     # where a container finds the run's CACHE_DIR
+CLASS_LOG_INSIDE = "/logs/classes.log"    # and its JVM's class loading log
 _LOADED = re.compile(rb"\[class,load\] \S+ source: (shared objects file)?")
 
 
@@ -45,13 +55,28 @@ def cache_path(run_dir: Path, target: Target) -> Path:
     return run_dir / CACHE_DIR / f"{slug(target.base_id)}.aot"
 
 
-def jvm_options(target: Target, run_dir: Path, class_log: Path | None) -> list[str]:
-    """The options of the target's JVM for its mode: its cache (and refusal to start without it), and
-    the class loading log when the run compares modes."""
-    out = [f"-Xlog:class+load=info:file={class_log}"] if class_log else []
-    if target.jvm_mode == "aot-cache":
-        out += [f"-XX:AOTCache={cache_path(run_dir, target)}", "-XX:AOTMode=on"]
-    return out
+def jvm_options(target: Target, run_dir: Path, class_log: Path | None, training: bool,
+                path: Callable[[Mount], str]) -> tuple[list[str], tuple[Mount, ...]]:
+    """The options of the target's JVM for its mode, and the run's files they name, at the paths its
+    runtime's JVM finds them (`path`: a container's mounts): the cache it starts from (and its refusal
+    to start without it), or the one its training writes; the class loading log when the run compares
+    modes."""
+    out, mounts = [], []
+    if class_log:
+        # absolute paths (as the cache's, below): a local JVM runs in its framework's folder, and Docker
+        # mounts none other
+        log = Mount(class_log.absolute(), CLASS_LOG_INSIDE, writable=True)
+        # no rotation: a mounted file cannot be renamed; the JVM empties it instead, so that each of a target's
+        # JVMs, which share its name, logs alone
+        out.append(f"-Xlog:class+load=info:file={path(log)}::filecount=0")
+        mounts.append(log)
+    if training or target.jvm_mode == "aot-cache":
+        cache = cache_path(run_dir.absolute(), target)
+        folder = Mount(cache.parent, CACHE_INSIDE, writable=training)
+        at = f"{path(folder)}/{cache.name}"
+        out += [f"-XX:AOTCacheOutput={at}"] if training else [f"-XX:AOTCache={at}", "-XX:AOTMode=on"]
+        mounts.append(folder)
+    return out, tuple(mounts)
 
 
 def class_log_of(server_log: Path) -> Path:
@@ -60,7 +85,7 @@ def class_log_of(server_log: Path) -> Path:
 
 def class_counts(class_log: Path | None) -> dict[str, int]:
     """classes_loaded and classes_from_cache of a JVM's class loading log so far; {} without one (a
-    run without an aot-cache mode, or a JVM in a container)."""
+    run without an aot-cache mode)."""
     try:
         data = class_log.read_bytes() if class_log else None
     except OSError:
@@ -83,8 +108,7 @@ def train(environment, target: Target, env: dict[str, str], scenarios: list[str]
     t0 = time.monotonic()
     progress(f"training the AOT cache of {target.base_id}: {TRAIN_S:g} s of wrk at {TRAIN_CONNECTIONS} "
              f"connections on {', '.join(scenarios)}")
-    started, v = environment.start_verified(plain, env, "aot-training", "aot-training",
-                                            extra_opts=[f"-XX:AOTCacheOutput={cache}"])
+    started, v = environment.start_verified(plain, env, "aot-training", "aot-training", aot_training=True)
     log = started.server.log_path
     try:
         if not v.ok:

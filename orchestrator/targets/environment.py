@@ -204,8 +204,8 @@ class Environment:
                                  placement=self.placement())
 
     def _launch(self, target: Target, port: int, cpus: str, env: dict[str, str], run_id: str,
-                extra_opts: tuple[str, ...] = ()) -> Started:
-        server, t0 = self._spawn(target, port, cpus, cpus, env, run_id, extra_opts)
+                aot_training: bool = False) -> Started:
+        server, t0 = self._spawn(target, port, cpus, cpus, env, run_id, aot_training)
         return self._ready(target, server, port, t0)
 
     @property
@@ -214,9 +214,10 @@ class Environment:
         return self.logs.parent
 
     def _spawn(self, target: Target, port: int, cpus: str, processors: str, env: dict[str, str],
-               run_id: str, extra_opts: tuple[str, ...] = ()) -> tuple[Server, float]:
+               run_id: str, aot_training: bool = False) -> tuple[Server, float]:
         """The target's JVM spawned on cpus, sized for as many CPUs as `processors` lists; not awaited.
-        Its JVM mode's options (aot_cache.py) and extra_opts come after every target's own."""
+        Its JVM mode's options (aot_cache.py; with aot_training, those of its cache's training run) come
+        after every target's own."""
         fw = target.framework
         if fw.name in self.build_failures:
             raise TargetFailed(self.build_failures[fw.name])
@@ -227,17 +228,20 @@ class Environment:
             raise TargetFailed(str(e)) from None
         s = self.settings
         log_path = self.logs / f"{target.slug}-{run_id}.log"
-        # a class loading log the orchestrator can read: a local JVM's, in a run that compares JVM modes
-        class_log = aot_cache.class_log_of(log_path) if "aot-cache" in s.jvm_modes and not self.runtime.host \
-            and s.runtime == "process" else None
-        opts = [*jvm_options(target, s.heap, processors), *aot_cache.jvm_options(target, self.run_dir, class_log),
-                *extra_opts]
+        # a class loading log the orchestrator reads, in a run that compares JVM modes, there before the JVM for a
+        # container to mount. None for a training run: the child JVM that assembles its cache inherits its options,
+        # and would write over it.
+        class_log = aot_cache.class_log_of(log_path) if "aot-cache" in s.jvm_modes and not aot_training else None
+        if class_log:
+            class_log.touch()
+        mode_opts, mounts = aot_cache.jvm_options(target, self.run_dir, class_log, aot_training, self.runtime.path)
+        opts = [*jvm_options(target, s.heap, processors), *mode_opts]
         spec = LaunchSpec(
             target=target, artifact=self.artifacts[fw.name], jvm_opts=opts,
             env={**env, **pool_env(s, target), "PORT": str(port), "BIND_ADDRESS": self.server_host},
             port=port, cpus=cpus, heap=s.heap,
             log_path=log_path,
-            labels={"bench.run": run_id, "bench.target": target.id}, netns=self.server_netns)
+            labels={"bench.run": run_id, "bench.target": target.id}, netns=self.server_netns, mounts=mounts)
         t0 = time.monotonic()
         return self.runtime.start(spec, self.jdk.java), t0
 
@@ -258,7 +262,7 @@ class Environment:
         return Started(server, startup, usage.rss_bytes / MiB if usage else float("nan"),
                        launched_at=time.time() - (time.monotonic() - t0))
 
-    def start(self, target: Target, env: dict[str, str], run_id: str, extra_opts: tuple[str, ...] = ()) -> Started:
+    def start(self, target: Target, env: dict[str, str], run_id: str, aot_training: bool = False) -> Started:
         """Start the target (after its backend, if it has one) and wait until it answers."""
         s = self.settings
         backend = None
@@ -268,7 +272,7 @@ class Environment:
             backend = self._backend(resolve(self.catalog, target.framework.backend), env, run_id)
             env["BACKEND_URL"] = self._backend_url()
         try:
-            started = self._launch(target, s.port, s.server_cpus, env, run_id, tuple(extra_opts))
+            started = self._launch(target, s.port, s.server_cpus, env, run_id, aot_training)
         except BaseException:
             if backend and self.kept_backends is None:
                 backend.stop()
@@ -320,10 +324,10 @@ class Environment:
             ensure_port_free(s.db_port, "MariaDB")
 
     def start_verified(self, target: Target, env: dict[str, str], run_id: str,
-                       tag: str, extra_opts: tuple[str, ...] = ()) -> tuple[Started, Verification]:
+                       tag: str, aot_training: bool = False) -> tuple[Started, Verification]:
         """Start the target and check every scenario against the contract (verify.py); what the check
         saw goes to logs/verify-<target>-<tag>.txt. A target that fails the check is stopped."""
-        return self._verified(target, self.start(target, env, run_id, extra_opts), self.settings.port, tag)
+        return self._verified(target, self.start(target, env, run_id, aot_training), self.settings.port, tag)
 
     def _verified(self, target: Target, started: Started, port: int, tag: str) -> tuple[Started, Verification]:
         try:

@@ -12,6 +12,15 @@ from orchestrator.targets.jvm import JvmCounters, read_counters
 
 
 @dataclass(frozen=True)
+class Mount:
+    """A file or folder of the run's that the JVM reads, or writes: a container sees it at `inside`
+    (its JVM's options name that path), a local process where it is."""
+    host: Path
+    inside: str
+    writable: bool = False
+
+
+@dataclass(frozen=True)
 class LaunchSpec:
     target: Target
     artifact: Path
@@ -23,6 +32,7 @@ class LaunchSpec:
     log_path: Path
     labels: dict[str, str] = field(default_factory=dict)
     netns: str | None = None    # a network namespace of network.py (process runtime only)
+    mounts: tuple[Mount, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -94,6 +104,10 @@ class Runtime(abc.ABC):
     def start(self, spec: LaunchSpec, java: str) -> Server:
         """Start the target; readiness is polled by the caller. `java` is the host JDK's launcher
         (a container uses its image's own)."""
+
+    def path(self, mount: Mount) -> str:
+        """Where the runtime's JVM finds a mount, for its options: a local process, at the file itself."""
+        return str(mount.host)
 
     def check(self) -> None:  # noqa: B027 (a runtime that needs nothing checks nothing)
         """MissingTool with the way out when what this runtime needs is absent."""

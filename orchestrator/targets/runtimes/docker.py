@@ -9,6 +9,9 @@ CPU seconds, RSS (the cgroup's) and threads (its tasks) come from the stats API,
 a second; GC and JIT counters from the JVM's hsperfdata file, fetched through the API; the listener
 check reads the container's socket table through it. What needs attaching to the JVM (JFR, thread
 dumps) and its kernel's TCP counters are not available there, and the rows say so.
+
+Files of the run a JVM reads or writes (its AOT cache, its class loading log) are bind-mounted at the
+paths its options name: on this machine's engine only, since a remote one would mount its own machine's.
 """
 from __future__ import annotations
 
@@ -22,10 +25,10 @@ from pathlib import Path
 import psutil
 
 from orchestrator.infra.cleanup import remove_orphans
-from orchestrator.infra.docker_engine import LABEL_OWNER, LABEL_RUN, USER, client, remote_address, run_container
+from orchestrator.infra.docker_engine import LABEL_OWNER, LABEL_RUN, USER, USER_ID, client, remote_address, run_container
 from orchestrator.infra.procs import beyond, scheduled_in, table_listeners
 from orchestrator.targets.jvm import JvmCounters, command_line, counters_of
-from orchestrator.targets.runtimes.base import LaunchSpec, Runtime, Server, Usage
+from orchestrator.targets.runtimes.base import LaunchSpec, Mount, Runtime, Server, Usage
 
 APP_DIR = "/app"
 
@@ -146,15 +149,22 @@ class DockerRuntime(Runtime):
     def check(self) -> None:
         client()
 
+    def path(self, mount: Mount) -> str:
+        return mount.inside
+
     def start(self, spec: LaunchSpec, java: str) -> Server:
         fw = spec.target.framework
         artifact = f"{APP_DIR}/{fw.artifact}"
         argv = command_line(spec.target, "java", spec.jvm_opts, artifact)
         limit = memory_bytes(self.memory)
         spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+        for m in spec.mounts:
+            if m.writable:
+                os.chown(m.host, USER_ID, USER_ID)   # the container's user writes it
         container = run_container(
             self.images[fw.name], argv, cpus=spec.cpus, labels={**spec.labels, LABEL_OWNER: str(os.getpid())},
             working_dir=APP_DIR, environment=spec.env, mem_limit=limit, memswap_limit=limit,
+            volumes={str(m.host): {"bind": m.inside, "mode": "rw" if m.writable else "ro"} for m in spec.mounts},
             name=f"bench-{spec.labels.get(LABEL_RUN, 'x')}-{spec.target.slug}-{os.getpid()}")
         return DockerServer(container, spec.log_path, remote=bool(self.host))
 
