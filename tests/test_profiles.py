@@ -2,6 +2,7 @@
 against a real target (the fixture JVM) with its real generator: h2load, Locust, k6."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import tomllib
 
@@ -84,6 +85,18 @@ def test_every_shipped_preset_resolves_against_the_repo():
     assert (bursts.starts, bursts.jvm_modes) == (("warm", "cold"), ("default",))   # the study ran cold
     assert presets.load("redis-frameworks", catalog).cpus(have=2) == ("1", "0")
     assert presets.load("redis-frameworks", catalog).cpus(have=8) == ("6-7", "0-5")
+
+
+def test_a_quick_form_run_as_another_s_is_that_one_but_for_what_it_adds():
+    from test_presets import RUN_AS
+    catalog = discover()
+    for name, other in RUN_AS.items():
+        mine, theirs = presets.load(name, catalog, quick=True), presets.load(other, catalog, quick=True)
+        assert (mine.matrix, mine.jvm_modes, mine.starts, mine.jfr) == (theirs.matrix, theirs.jvm_modes, theirs.starts,
+                                                                        theirs.jfr), name
+        # capacity-at-slo's quick search is the overload part's, which then spikes the target too
+        assert dataclasses.replace(theirs.profile, name=mine.profile.name, source=mine.profile.source, spike_s=0,
+                                   recovery_window_s=mine.profile.recovery_window_s) == mine.profile, name
 
 
 def _quick_table(name: str) -> dict:
