@@ -3,7 +3,8 @@
 A preset (orchestrator/config/presets/*.toml) names its targets with their scenarios, a load profile (as in
 orchestrator/config/profiles/), the settings the study used, how it was scaled to this machine, and what
 `--quick` shortens so that CI can run it end to end. The quick form also measures fewer cells
-(quick_cover): each claim's cell, and the scenarios its [quick] table names (else every one), on few targets.
+(quick_cover): each claim's cell, and the scenarios its [quick] table names (else every one), on few targets;
+its [quick] table may also set [settings] and [topology] fields.
 
 A study that loads its targets in two ways (cold bursts, then a capacity search with overload and a spike)
 is a preset of [[parts]]: each part is a run of its own (NAME:PART, its own run folder, report and
@@ -99,7 +100,8 @@ def _read(base: str) -> Document:
 def _part_names(doc: Document) -> list[str]:
     found = doc.get("parts", list, [], nonempty=False)
     for i, part in enumerate(found):
-        if not isinstance(part, dict) or not re.fullmatch(r"[a-z0-9][a-z0-9-]*", str(part.get("name"))):
+        name = part.get("name") if isinstance(part, dict) else None
+        if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
             doc.fail(f"parts[{i}]", "must be a table ([[parts]]) with a name of lower-case letters, digits and -")
         Document(doc.path, part, f"parts[{i}].").check_keys(FIELDS + ("name",))
     return [p["name"] for p in found]
