@@ -133,7 +133,7 @@ BAD_INPUT = [
     (["run", "-f", "fixture", "-p", "soak"], {}, "unknown profile 'soak' (neither a shipped profile nor a .toml "
                                                  "file); valid: burst, capacity, ramp, rate, throughput"),
     (["run", "--preset", "fastest"], {},
-     "unknown preset 'fastest'; valid: capacity-at-slo, cpu-and-io-bursts, cpu-yield, far-database, gateway-vt-vs-webflux"),
+     "unknown preset 'fastest'; valid: capacity-at-slo, cold-start-and-spike, cpu-and-io-bursts, cpu-yield, far-database"),
     (["run", "-f", "fixture", "--quick"], {}, "--quick goes with --preset"),
     (["infra", "up", "--runtime", "docker", "--redis-port", "29379", "--db-port", "29306"],
      {"DOCKER_HOST": "tcp://198.18.255.254:2375"}, "names another machine's engine (198.18.255.254)"),
