@@ -129,6 +129,7 @@ def _measure(plan: Plan, store: results.RunStore, catalog: dict, results_dir: Pa
                   f"{store.dir / results.MEASUREMENTS}")
     return failed
 
+
 def judge_notice(plan: Plan, catalog: dict, results_dir: Path) -> str:
     """What the plan's repeats can tell, before it measures: at the noise this machine's floor measured
     on the plan's scenarios (the noisiest), else a typical CV; `bench compare` of two such runs judges
