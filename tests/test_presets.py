@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 
 import pytest
@@ -16,9 +15,6 @@ from orchestrator.results import starts
 from orchestrator.results import store as results
 
 pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
-# The open-model ceiling the first capacity preset measured (its quick searches all cap alike): the
-# others start from a copy of it, so that pacer's calibration is measured, and checked, once
-CALIBRATED: list = []
 
 
 # A preset whose quick form is another's but for what that one adds is run once, as the other: the
@@ -29,9 +25,6 @@ RUN_AS = {"capacity-at-slo": "cold-start-and-spike:overload"}   # the same searc
 @pytest.mark.parametrize("name", [n for n in presets.names() if n not in RUN_AS])
 def test_a_preset_runs_to_completion_in_its_quick_form(results_dir, name):
     preset = presets.load(name, discover(ROOT / "frameworks"), quick=True)
-    calibrate_here = preset.profile.kind == "capacity" and not CALIBRATED
-    if preset.profile.kind == "capacity" and not calibrate_here:
-        shutil.copy(CALIBRATED[0], results_dir / ceilings.FILE)
     r = bench("run", *PORTS, "--preset", name, "--quick", "--results-dir", str(results_dir), frameworks=None,
               timeout=1500)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr
@@ -43,8 +36,7 @@ def test_a_preset_runs_to_completion_in_its_quick_form(results_dir, name):
     # each target once per mode the preset runs it in (cold-start-and-spike:cold: warm and cold)
     planned = with_modes(preset.matrix, preset.jvm_modes, preset.starts)
     assert measured == {(t, s) for t, scenarios in planned.items() for s in scenarios}
-    if calibrate_here:
-        CALIBRATED.append(results_dir / ceilings.FILE)
+    if preset.profile.kind == "capacity":
         # With no calibration in its --results-dir, the run measured pacer's open-model ceiling first
         # and kept it there (never in the checkout's results/), as the search's cap; only up to twice
         # what its search can offer (the quick form: 500/s doubled over 4 probes, so 8,000/s)
@@ -63,9 +55,6 @@ def test_a_preset_runs_to_completion_in_its_quick_form(results_dir, name):
         assert (pacer["open_window_s"], pacer["open_resolution"]) == (2.0, 0.5)   # as the quick search's probes
         assert all(p["dropped"] == 0 and p["p99_ms"] <= calibrate.OPEN_P99_MS and p["rps"] >= 0.97 * p["rate"]
                    and p["send_lag_p99_ms"] <= calibrate.OPEN_LAG_MS for p in passed), passed
-    elif preset.profile.kind == "capacity":
-        assert "is not calibrated" not in " ".join(r.stdout.split()), r.stdout[-3000:]
-    if preset.profile.kind == "capacity":
         # a search writes its probes (as many as it takes) and then one capacity row per target and scenario
         found, df = df[df["rate"].isna()], df[df["rate"].notna()]
         assert len(found) == len(measured) * preset.profile.repeat and found["verdict"].notna().all()
