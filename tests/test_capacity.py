@@ -327,6 +327,18 @@ def test_past_the_knee_goodput_that_holds_is_graceful_and_one_that_does_not_coll
     assert "1,500 dropped" in queued and "accept queue peak 128" in queued and "threads 220" in queued
     # no overload probes, or a generator that keeps no latencies (k6): no verdict rather than a guess
     assert overload_verdict(1000.0, []) is None and overload_verdict(1000.0, [probe(None)]) is None
+    # goodput above the capacity is a tail-bound search (most answers in time, not the percentile);
+    # an overload probe that met the objective above the rate that failed it puts the search in doubt
+    from orchestrator.config.kinds.capacity import HELD, capacity_flags
+    tail = [probe(1740.0, verdict="overload 2x: goodput 1,740 req/s, 174 % of capacity")]
+    assert overload_verdict(1000.0, tail, 1100.0).startswith("graceful: at 2x its capacity (2,000/s) goodput held 174 %")
+    assert "capacity-in-doubt" not in capacity_flags(None, [], "found", tail, 1100.0)
+    held = [probe(1240.0, rate=1250.0, overload_factor=1.25, verdict="overload 1.25x: goodput" + HELD), *tail]
+    doubt = overload_verdict(1000.0, held, 1100.0)
+    assert doubt.startswith("capacity in doubt (at 1.25x, 1,250/s, the objective held, above the 1,100/s that "
+                            "failed it in the search: repeat the search): at 2x its capacity"), doubt
+    assert capacity_flags(None, [], "found", held, 1100.0) == ["capacity-found", "capacity-in-doubt"]
+    assert overload_verdict(1000.0, held, 1300.0).startswith("graceful")   # held below the failing rate
     from orchestrator.drivers.base import ARRIVAL
     # within 50 ms and below 400: 3 of these 6 arrivals (a 503 and an arrival never sent are not), in 2 s
     arrivals = np.array([(0.1, 1.0, 200), (0.5, 20.0, 200), (1.0, 49.9, 200), (1.2, 300.0, 200), (1.5, 2.0, 503),

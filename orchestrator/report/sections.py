@@ -311,9 +311,10 @@ def _capacity_blocks(probes: pd.DataFrame, capacity: pd.DataFrame, meta: dict, c
                          f"within the objective (status below 400) per second, of the arrivals due in the window, "
                          f"in % of that JVM's capacity: a server that keeps its goodput near its capacity degrades "
                          f"gracefully (at least {100 * GRACEFUL:.0f} % at the last multiple), one whose queues make "
-                         f"every answer late collapses, though its rps may hold. The verdict quotes that probe's "
-                         f"evidence; each probe is a row (`overload_factor`, `goodput_rps`), and drawn on the chart "
-                         f"below, right of the break."),
+                         f"every answer late collapses, though its rps may hold; an overload probe that met the "
+                         f"objective above the rate that failed it in the search puts the capacity in doubt (repeat "
+                         f"the search). The verdict quotes that probe's evidence; each probe is a row "
+                         f"(`overload_factor`, `goodput_rps`), and drawn on the chart below, right of the break."),
                    ("table", overload)]
     recovery = capacity_report.recovery_table(probes)
     if recovery is not None:

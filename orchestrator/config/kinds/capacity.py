@@ -22,6 +22,8 @@ from orchestrator.errors import UsageError
 from orchestrator.measure.capacity import PASS, Search, judge, vus_for
 from orchestrator.results.schema import GRACEFUL, percentile_label
 
+HELD = "; the objective held"   # the end of an overload probe's verdict when it met the objective
+
 
 class CapacityKind(Kind):
     name = "capacity"
@@ -115,9 +117,9 @@ class CapacityKind(Kind):
                    "verdict": outcome, "capacity_low_rps": search.low,
                    "capacity_high_rps": search.high if outcome != "above-generator" else None,
                    "overload_factor": None, "goodput_rps": None,
-                   "overload_verdict": overload_verdict(search.low, overloads),
+                   "overload_verdict": overload_verdict(search.low, overloads, search.high),
                    "recovery_s": spike[0]["recovery_s"] if spike else None,
-                   "check_flags": ",".join(capacity_flags(best, rows, outcome))}
+                   "check_flags": ",".join(capacity_flags(best, rows, outcome, overloads, search.high))}
         return rows + overloads + spike + [summary], series
 
     def _probe(self, cell: CellRun, rate: float, step: int, slo: str) -> tuple[dict, LoadResult, list[str]]:
@@ -149,9 +151,11 @@ class CapacityKind(Kind):
                               f"generator can offer here ({most:,.0f}/s): not probed")
                 break
             cell.progress(f"{cell.scenario.name}: overload {factor:g}x its capacity, {rate:,.0f}/s")
-            row, _, _ = self._probe(cell, rate, done + len(rows) + 1, slo)
+            row, result, row_flags = self._probe(cell, rate, done + len(rows) + 1, slo)
+            met = judge(rate, result, row_flags, self.objective(cell.profile), cell.scenario, most,
+                        row["concurrency"]).state == PASS
             rows.append({**row, "overload_factor": factor,
-                         "verdict": f"overload {factor:g}x: {_goodput_text(row, capacity)}"})
+                         "verdict": f"overload {factor:g}x: {_goodput_text(row, capacity)}" + (HELD if met else "")})
         return rows
 
     def _spike(self, cell: CellRun, capacity: float, most: float | None, step: int,
@@ -185,13 +189,23 @@ class CapacityKind(Kind):
         return [row], series
 
 
-def capacity_flags(best: dict | None, rows: list[dict], outcome: str) -> list[str]:
+def capacity_flags(best: dict | None, rows: list[dict], outcome: str, overloads: list[dict] = (),
+                   failed_at: float | None = None) -> list[str]:
     """The capacity row's flags: those of the probe at its low end, host-steal when the host held the
-    CPUs in any probe of the search (the interval may be the host's), and the outcome."""
+    CPUs in any probe of the search (the interval may be the host's), the outcome, and capacity-in-doubt
+    when an overload probe met the objective above the rate that failed it in the search."""
     flags = [f for f in ((best or {}).get("check_flags") or "").split(",") if f]
     if "host-steal" not in flags and any("host-steal" in (r.get("check_flags") or "").split(",") for r in rows):
         flags.append("host-steal")
-    return [*flags, f"capacity-{outcome}"]
+    return [*flags, f"capacity-{outcome}", *(["capacity-in-doubt"] if _held_above(overloads, failed_at) else [])]
+
+
+def _held_above(overloads: list[dict], failed_at: float | None) -> dict | None:
+    """The first overload probe that met the objective at a rate above failed_at (the lowest rate that
+    failed it in the search), if any: the search's failing probe was not the target's limit (one
+    window's tail, a pause, the host), so its interval is too low."""
+    return next((o for o in overloads if failed_at is not None and o["rate"] > failed_at
+                 and o["verdict"].endswith(HELD)), None)
 
 
 def recovery_s(seconds: list[dict], end_s: float, bound_ms: float, budget: float) -> float | None:
@@ -215,14 +229,23 @@ def _goodput_text(row: dict, capacity: float) -> str:
     return f"goodput {goodput:,.0f} req/s, {100 * goodput / capacity:.0f} % of capacity"
 
 
-def overload_verdict(capacity: float, overloads: list[dict]) -> str | None:
+def overload_verdict(capacity: float, overloads: list[dict], failed_at: float | None = None) -> str | None:
     """Graceful or collapsing, from the last (highest) overload probe, with its evidence: what was
-    answered and how late, what failed or was dropped, and the server's queues, threads and GC."""
+    answered and how late, what failed or was dropped, and the server's queues, threads and GC.
+
+    Goodput counts every answer within the bound, the capacity needs the objective's percentile within
+    it, so goodput past the knee may read above 100 % of the capacity: a server whose tail, not its
+    throughput, ends the search. But an overload probe that met the objective itself above the rate
+    that failed it in the search says the search's interval is too low: "capacity in doubt", never
+    "graceful", with the probe that held."""
     if not overloads or overloads[-1].get("goodput_rps") is None:
         return None
     last = overloads[-1]
     held = last["goodput_rps"] / capacity
-    word = "graceful" if held >= GRACEFUL else "collapses"
+    doubt = _held_above(overloads, failed_at)
+    word = ((f"capacity in doubt (at {doubt['overload_factor']:g}x, {doubt['rate']:,.0f}/s, the objective held, "
+             f"above the {failed_at:,.0f}/s that failed it in the search: repeat the search)") if doubt else
+            "graceful" if held >= GRACEFUL else "collapses")
     failed = sum(int(last.get(k) or 0) for k in ("errors_connect", "errors_read", "errors_write", "errors_timeout",
                                                  "errors_status"))
     def known(key: str, text: str) -> list[str]:
