@@ -64,6 +64,7 @@ def test_a_preset_of_parts_is_a_run_per_part_each_with_its_own_profile(tmp_path)
     assert "spring-webflux:reactive-parallel+aot-cache+cold" in cold.matrix
     assert (overload.profile.overload, overload.profile.spike_s) == ((1.25, 1.5, 2.0), 10.0)
     assert sum("cold bursts beside warmed ones" in line for line in said) == 1
+    assert sum("Studies 001 and 004" in line for line in said) == 1   # how it was scaled: once, not per part
     # one part by name; the quick form's own settings over the part's
     (quick,) = asked(preset="cold-start-and-spike:overload", quick=True, results_dir=tmp_path).plans(
         discover(REPO_ROOT / "frameworks"), said.append)

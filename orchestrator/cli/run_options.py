@@ -64,16 +64,17 @@ class RunOptions:
         """The new runs these options ask for, one after the other: a preset of parts runs each part as a
         run of its own (presets.runs); every one is checked before any measures."""
         names = presets.runs(self.preset) if self.preset else [None]
-        return [replace(self, preset=name).plan(catalog, say) for name in names]
+        # the parts share the preset's account of how it was scaled: said once, with the first
+        return [replace(self, preset=name).plan(catalog, say, scaled=i == 0) for i, name in enumerate(names)]
 
-    def plan(self, catalog: dict, say: Callable[[str], None]) -> Plan:
+    def plan(self, catalog: dict, say: Callable[[str], None], scaled: bool = True) -> Plan:
         """The new run these options ask for (--resume aside), or UsageError for the first rule they
         break; `say` prints what a preset chose as soon as it is read, before the rules that follow."""
         if self.quick and not self.preset:
             raise UsageError("--quick goes with --preset")
         if self.repeat is not None and self.repeat < 1:
             raise UsageError("--repeat must be 1 or more")
-        chosen = self._preset(catalog, say) if self.preset else None
+        chosen = self._preset(catalog, say, scaled) if self.preset else None
         if chosen:
             matrix, prof = chosen.matrix, chosen.profile
         else:
@@ -109,14 +110,14 @@ class RunOptions:
         check_writable(self.results_dir)
         return plan
 
-    def _preset(self, catalog: dict, say: Callable[[str], None]) -> presets.Preset:
+    def _preset(self, catalog: dict, say: Callable[[str], None], scaled: bool) -> presets.Preset:
         """The preset asked for, in its quick form with --quick; it chooses what -f, -v, -s and --profile would."""
         if self.framework or self.variant or self.scenario or self.profile != "throughput":
             raise UsageError("--preset chooses the targets, scenarios and profile: leave out -f, -v, -s and "
                              "--profile")
         chosen = presets.load(self.preset, catalog, quick=self.quick)
         say(f"preset {chosen.name}: {chosen.description}")
-        if chosen.scaled:
+        if chosen.scaled and scaled:
             say(f"[dim]{escape(' '.join(chosen.scaled.split()))}[/]")
         if self.quick:
             study = sum(len(s) for s in presets.load(self.preset, catalog).matrix.values())
