@@ -2,13 +2,15 @@
 cache against the default start, on made-up rows (no JVM; test_aot_cache.py runs real ones)."""
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 import pytest
 from conftest import FIXTURES
 from test_run_options import asked
 
 from orchestrator.config.catalog import discover, resolve
-from orchestrator.config.modes import with_modes
+from orchestrator.config.modes import AOT_TRAINING, with_modes
 from orchestrator.drivers.base import LoadResult
 from orchestrator.errors import UsageError
 from orchestrator.infra.docker_engine import remote_address
@@ -119,15 +121,16 @@ def test_a_claim_is_judged_in_each_mode_of_its_target():
 
 def test_a_container_s_jvm_is_given_the_cache_and_its_class_log_where_they_are_mounted(tmp_path):
     target, log = resolve(discover(FIXTURES), "fixture:ok+aot-cache"), tmp_path / "logs" / "t.classes.log"
-    trains, written = aot_cache.jvm_options(target, tmp_path, log, True, DockerRuntime().path)
-    opts, mounts = aot_cache.jvm_options(target, tmp_path, log, False, DockerRuntime().path)
+    trains, written = aot_cache.jvm_options(dataclasses.replace(target, modes=(AOT_TRAINING,)), tmp_path, log,
+                                            DockerRuntime().path)
+    opts, mounts = aot_cache.jvm_options(target, tmp_path, log, DockerRuntime().path)
     assert trains[1:] == ["-XX:AOTCacheOutput=/aot/fixture-ok.aot"] and written[1] == Mount(tmp_path / "aot", "/aot", True)
     assert opts == ["-Xlog:class+load=info:file=/logs/classes.log::filecount=0", "-XX:AOTCache=/aot/fixture-ok.aot",
                     "-XX:AOTMode=on"]
     # the class log written, the cache only read once trained
     assert mounts == (Mount(log, "/logs/classes.log", writable=True), Mount(tmp_path / "aot", "/aot", writable=False))
     # a local JVM is given the files themselves
-    opts, _ = aot_cache.jvm_options(target, tmp_path, None, False, ProcessRuntime().path)
+    opts, _ = aot_cache.jvm_options(target, tmp_path, None, ProcessRuntime().path)
     assert opts[0] == f"-XX:AOTCache={tmp_path}/aot/fixture-ok.aot"
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from orchestrator import FRAMEWORKS_DIR
 from orchestrator.config.documents import Document
-from orchestrator.config.modes import MODES, slug
+from orchestrator.config.modes import AOT_TRAINING, MODES, slug
 from orchestrator.config.parity_fields import PARITY_FIELDS
 from orchestrator.config.scenarios import MANIFEST_SCENARIOS
 from orchestrator.errors import UsageError
@@ -64,7 +64,7 @@ class Framework:
 class Target:
     framework: Framework
     variant: Variant
-    modes: tuple[str, ...] = ()   # of MODES, in its order
+    modes: tuple[str, ...] = ()   # of MODES, in its order (or AOT_TRAINING alone)
 
     @property
     def id(self) -> str:
@@ -82,7 +82,7 @@ class Target:
 
     @property
     def jvm_mode(self) -> str:
-        return "aot-cache" if "aot-cache" in self.modes else "default"
+        return next((m for m in ("aot-cache", AOT_TRAINING) if m in self.modes), "default")
 
     @property
     def cold(self) -> bool:

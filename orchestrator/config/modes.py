@@ -8,6 +8,9 @@ from __future__ import annotations
 JVM_MODES = ("default", "aot-cache")
 STARTS = ("warm", "cold")
 MODES = ("aot-cache", "cold")
+# the JVM that trains a target's AOT cache (targets/aot_cache.py): a mode of the orchestrator's own, never
+# asked for in an id nor measured, so that a start carries what it is and no flag need follow it
+AOT_TRAINING = "aot-training"
 
 
 def slug(target_id: str) -> str:

@@ -31,7 +31,7 @@ from typing import Callable
 
 from orchestrator import drivers
 from orchestrator.config.catalog import Target
-from orchestrator.config.modes import slug
+from orchestrator.config.modes import AOT_TRAINING, slug
 from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.drivers.base import DriverFailed, LoadSpec
 from orchestrator.errors import TargetFailed
@@ -55,7 +55,7 @@ def cache_path(run_dir: Path, target: Target) -> Path:
     return run_dir / CACHE_DIR / f"{slug(target.base_id)}.aot"
 
 
-def jvm_options(target: Target, run_dir: Path, class_log: Path | None, training: bool,
+def jvm_options(target: Target, run_dir: Path, class_log: Path | None,
                 path: Callable[[Mount], str]) -> tuple[list[str], tuple[Mount, ...]]:
     """The options of the target's JVM for its mode, and the run's files they name, at the paths its
     runtime's JVM finds them (`path`: a container's mounts): the cache it starts from (and its refusal
@@ -70,6 +70,7 @@ def jvm_options(target: Target, run_dir: Path, class_log: Path | None, training:
         # JVMs, which share its name, logs alone
         out.append(f"-Xlog:class+load=info:file={path(log)}::filecount=0")
         mounts.append(log)
+    training = target.jvm_mode == AOT_TRAINING
     if training or target.jvm_mode == "aot-cache":
         cache = cache_path(run_dir.absolute(), target)
         folder = Mount(cache.parent, CACHE_INSIDE, writable=training)
@@ -104,11 +105,11 @@ def train(environment, target: Target, env: dict[str, str], scenarios: list[str]
     if cache.exists():
         return {}
     cache.parent.mkdir(parents=True, exist_ok=True)
-    plain = replace(target, modes=())
+    plain = replace(target, modes=(AOT_TRAINING,))
     t0 = time.monotonic()
     progress(f"training the AOT cache of {target.base_id}: {TRAIN_S:g} s of wrk at {TRAIN_CONNECTIONS} "
              f"connections on {', '.join(scenarios)}")
-    started, v = environment.start_verified(plain, env, "aot-training", "aot-training", aot_training=True)
+    started, v = environment.start_verified(plain, env, "cache", "cache")   # logs/<target>-aot-training-cache.log
     log = started.server.log_path
     try:
         if not v.ok:

@@ -16,6 +16,7 @@ from rich.console import Console
 
 from orchestrator import RESULTS_DIR
 from orchestrator.config.catalog import Framework, Target, discover, resolve
+from orchestrator.config.modes import AOT_TRAINING
 from orchestrator.config.plan import Settings, pool_env
 from orchestrator.config.topology import LOCAL, Topology
 from orchestrator.errors import BenchError, TargetFailed, UsageError
@@ -203,9 +204,8 @@ class Environment:
         return infra_mod.for_run(s.redis_port, s.db_port, s.loadgen_cpus, runtime=runtime, images=self.infra_images,
                                  placement=self.placement())
 
-    def _launch(self, target: Target, port: int, cpus: str, env: dict[str, str], run_id: str,
-                aot_training: bool = False) -> Started:
-        server, t0 = self._spawn(target, port, cpus, cpus, env, run_id, aot_training)
+    def _launch(self, target: Target, port: int, cpus: str, env: dict[str, str], run_id: str) -> Started:
+        server, t0 = self._spawn(target, port, cpus, cpus, env, run_id)
         return self._ready(target, server, port, t0)
 
     @property
@@ -214,9 +214,9 @@ class Environment:
         return self.logs.parent
 
     def _spawn(self, target: Target, port: int, cpus: str, processors: str, env: dict[str, str],
-               run_id: str, aot_training: bool = False) -> tuple[Server, float]:
+               run_id: str) -> tuple[Server, float]:
         """The target's JVM spawned on cpus, sized for as many CPUs as `processors` lists; not awaited.
-        Its JVM mode's options (aot_cache.py; with aot_training, those of its cache's training run) come
+        Its JVM mode's options (aot_cache.py; in AOT_TRAINING, those of its cache's training run) come
         after every target's own."""
         fw = target.framework
         if fw.name in self.build_failures:
@@ -231,10 +231,11 @@ class Environment:
         # a class loading log the orchestrator reads, in a run that compares JVM modes, there before the JVM for a
         # container to mount. None for a training run: the child JVM that assembles its cache inherits its options,
         # and would write over it.
-        class_log = aot_cache.class_log_of(log_path) if "aot-cache" in s.jvm_modes and not aot_training else None
+        training = target.jvm_mode == AOT_TRAINING
+        class_log = aot_cache.class_log_of(log_path) if "aot-cache" in s.jvm_modes and not training else None
         if class_log:
             class_log.touch()
-        mode_opts, mounts = aot_cache.jvm_options(target, self.run_dir, class_log, aot_training, self.runtime.path)
+        mode_opts, mounts = aot_cache.jvm_options(target, self.run_dir, class_log, self.runtime.path)
         opts = [*jvm_options(target, s.heap, processors), *mode_opts]
         spec = LaunchSpec(
             target=target, artifact=self.artifacts[fw.name], jvm_opts=opts,
@@ -262,7 +263,7 @@ class Environment:
         return Started(server, startup, usage.rss_bytes / MiB if usage else float("nan"),
                        launched_at=time.time() - (time.monotonic() - t0))
 
-    def start(self, target: Target, env: dict[str, str], run_id: str, aot_training: bool = False) -> Started:
+    def start(self, target: Target, env: dict[str, str], run_id: str) -> Started:
         """Start the target (after its backend, if it has one) and wait until it answers."""
         s = self.settings
         backend = None
@@ -272,7 +273,7 @@ class Environment:
             backend = self._backend(resolve(self.catalog, target.framework.backend), env, run_id)
             env["BACKEND_URL"] = self._backend_url()
         try:
-            started = self._launch(target, s.port, s.server_cpus, env, run_id, aot_training)
+            started = self._launch(target, s.port, s.server_cpus, env, run_id)
         except BaseException:
             if backend and self.kept_backends is None:
                 backend.stop()
@@ -324,10 +325,10 @@ class Environment:
             ensure_port_free(s.db_port, "MariaDB")
 
     def start_verified(self, target: Target, env: dict[str, str], run_id: str,
-                       tag: str, aot_training: bool = False) -> tuple[Started, Verification]:
+                       tag: str) -> tuple[Started, Verification]:
         """Start the target and check every scenario against the contract (verify.py); what the check
         saw goes to logs/verify-<target>-<tag>.txt. A target that fails the check is stopped."""
-        return self._verified(target, self.start(target, env, run_id, aot_training), self.settings.port, tag)
+        return self._verified(target, self.start(target, env, run_id), self.settings.port, tag)
 
     def _verified(self, target: Target, started: Started, port: int, tag: str) -> tuple[Started, Verification]:
         try:
