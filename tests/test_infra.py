@@ -116,3 +116,34 @@ def test_the_probe_reads_a_statement_running_and_a_client_connected(running):
         conn.close()
         client.close()
         probe.close()
+
+
+def test_no_open_door(running):
+    """Another local user's tries, as the issue made them: root over TCP, files through SQL as the
+    app user, and Redis without its password."""
+    with pytest.raises(pymysql.err.OperationalError, match="Access denied for user 'root'@'127.0.0.1'"):
+        pymysql.connect(host="127.0.0.1", port=29307, user="root", connect_timeout=5)
+    env = running.env()
+    app = pymysql.connect(host="127.0.0.1", port=29307, user=env["DB_USER"], password=env["DB_PASSWORD"],
+                          database=env["DB_NAME"], local_infile=True)
+    with app.cursor() as c:
+        c.execute("SELECT LOAD_FILE('/etc/passwd'), @@secure_file_priv, @@local_infile")
+        content, files_dir, local_infile = c.fetchone()
+        assert content is None and local_infile == 0
+        assert Path(files_dir).parent.parent == Path(running.data_dir) and not any(Path(files_dir).iterdir())
+        with pytest.raises(pymysql.err.OperationalError, match="(?i)local"):
+            c.execute("LOAD DATA LOCAL INFILE '/etc/hostname' INTO TABLE item (name)")
+        c.execute("SHOW GRANTS")
+        grants = " ".join(row[0] for row in c.fetchall())
+        assert "GRANT USAGE ON *.*" in grants and "ALL PRIVILEGES" not in grants and "FILE" not in grants, grants
+        with pytest.raises(pymysql.err.OperationalError, match="DROP command denied"):
+            c.execute("DROP TABLE item")
+    app.close()
+    # the socket, where root needs no password, is in a folder no other user may enter
+    assert Path(running.socket).parent.stat().st_mode & 0o077 == 0
+    if psutil.Process().username() == "root":
+        assert psutil.Process(running.pids["mariadb"]).username() == "mysql"
+    with pytest.raises(redis.AuthenticationError, match="(?i)auth"):
+        redis.Redis(host="127.0.0.1", port=29380).get("bench:1")
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        redis.Redis(host="127.0.0.1", port=29380, password=running.password).config_get("dir")

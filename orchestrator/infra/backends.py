@@ -22,6 +22,7 @@ import psutil
 from orchestrator import REPO_ROOT, STATE_DIR
 from orchestrator.config.scenarios import REDIS_SEED, SEED_ROWS
 from orchestrator.errors import BenchError
+from orchestrator.infra import lockdown
 from orchestrator.infra.docker_engine import LABEL_OWNER, USER_ID, client, run_container
 from orchestrator.infra.procs import ensure_port_free, listening_beyond, log_tail, require_tool, spawn, stop_pid
 from orchestrator.infra.tools import build_of, compiled
@@ -81,7 +82,7 @@ class Infra:
 
     @property
     def socket(self) -> str:
-        return str(Path(self.data_dir) / "mariadb.sock")
+        return str(Path(self.data_dir) / lockdown.SERVER_DIR / "mariadb.sock")
 
     def redis_client(self, timeout: float = 2.0):
         """The orchestrator's own connection to Redis (seeding, sampling)."""
@@ -109,11 +110,14 @@ def _alive(pid: int) -> bool:
 
 
 class _Processes:
-    """Servers as local processes."""
-    as_root = os.geteuid() == 0
+    """Servers as local processes. As root, mariadbd runs as Debian's `mysql` user (its --user drops
+    root before it opens a file), and as root only on a machine without that user."""
 
     def __init__(self, infra: Infra, outlive: bool):
         self.infra, self.outlive = infra, outlive
+        as_root = os.geteuid() == 0
+        self.db_account = lockdown.mysql_account() if as_root else None   # who owns mariadbd's files
+        self.db_user = ("mysql" if self.db_account else "root") if as_root else None   # its --user
 
     def run_once(self, name: str, argv: list[str], log: Path) -> int:
         with open(log, "ab") as out:
@@ -128,7 +132,7 @@ class _Processes:
 
 class _Containers:
     """Servers as containers: host network, the data directory mounted at the same path, a non-root user."""
-    as_root = False
+    db_account, db_user = (USER_ID, USER_ID), None
 
     def __init__(self, infra: Infra, outlive: bool):
         self.infra = infra
@@ -184,7 +188,7 @@ def _start_redis(infra: Infra, launcher) -> None:
     # the marks (BENCH_OWNER, the data directory) that tell `bench clean` whose server it is.
     conf.write_text(f"port {infra.redis_port}\nbind {' '.join(infra.placement.binds())}\nprotected-mode yes\n"
                     f"dir {d}\nsave \"\"\n"
-                    f"appendonly no\nset-proc-title no\nrequirepass {infra.password}\n")
+                    f"appendonly no\nset-proc-title no\n{lockdown.redis_settings(infra.password)}")
     conf.chmod(0o600)
     if infra.runtime == "docker":
         os.chown(conf, USER_ID, USER_ID)
@@ -207,6 +211,7 @@ def _start_mariadb(infra: Infra, launcher) -> None:
     d = Path(infra.data_dir)
     datadir = d / "mariadb"
     log = d / "mariadb.log"
+    own = lockdown.server_folder(d, launcher.db_account)
     install = [install_db, "--no-defaults", "--datadir={out}", "--auth-root-authentication-method=normal",
                "--skip-test-db"]
     if docker:
@@ -219,15 +224,15 @@ def _start_mariadb(infra: Infra, launcher) -> None:
         # copy 0.06 s.
         shutil.copytree(compiled("mariadb-datadir", Path(install_db).resolve(), install,
                                  extra_key=build_of(server) + " ".join(install)), datadir)
+        lockdown.own_tree(datadir, launcher.db_account)
     argv = [server, "--no-defaults", f"--datadir={datadir}", f"--socket={infra.socket}",
             f"--port={infra.db_port}", f"--bind-address={','.join(infra.placement.binds())}",
-            f"--pid-file={d / 'mariadb.pid'}",
-            "--skip-name-resolve", "--max-connections=1000",
+            *lockdown.mariadb_options(own), "--skip-name-resolve", "--max-connections=1000",
             # Commits are written to the log at once but flushed to disk once a second: the
             # db-write scenario then measures the framework and the database, not the disk.
             "--innodb-flush-log-at-trx-commit=2", "--innodb-buffer-pool-size=256M"]
-    if launcher.as_root:
-        argv.append("--user=root")  # mariadbd refuses to run as root without it
+    if launcher.db_user:
+        argv.append(f"--user={launcher.db_user}")  # as root, mariadbd refuses to start without one
     exited = launcher.start("mariadb", argv, log)
 
     def seeded():
@@ -238,7 +243,7 @@ def _start_mariadb(infra: Infra, launcher) -> None:
                 c.execute(statement)
             client = infra.placement.client_host
             c.execute(f"CREATE USER IF NOT EXISTS '{DB_USER}'@'{client}' IDENTIFIED BY %s", (infra.password,))
-            c.execute(f"GRANT ALL ON {DB_NAME}.* TO '{DB_USER}'@'{client}'")
+            c.execute(f"GRANT {lockdown.APP_PRIVILEGES} ON {DB_NAME}.item TO '{DB_USER}'@'{client}'")
     _wait_for(seeded, "MariaDB", log, 60)
 
 
