@@ -10,11 +10,9 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import psutil
 import pytest
@@ -23,7 +21,7 @@ from conftest import ROOT
 from orchestrator import drivers
 from orchestrator.config.scenarios import Scenario
 from orchestrator.drivers.base import LoadResult, LoadSpec, Ramp
-from orchestrator.drivers.locust import free_port, split
+from orchestrator.drivers.locust import LocustDriver, free_port, split
 from orchestrator.measure.checks import cell_flags
 
 SCENARIO = Scenario("stall", "GET", "/", 200, "text/plain")
@@ -181,8 +179,8 @@ def start_workers(tmp_path, master: str, *args: str) -> subprocess.Popen:
 @pytest.mark.slow
 def test_workers_elsewhere_get_the_test_from_each_cells_master(server, tmp_path):
     """`bench locust-worker` as on a load machine of its own: nothing of the test but the master's
-    address; each cell's master sends the locustfile and the configuration, and quits the workers,
-    which then wait for the next cell's."""
+    address; each cell's master sends the configuration (the workers run their own locustfile), and
+    quits the workers, which then wait for the next cell's."""
     port = free_port("127.0.0.1")
     agent = start_workers(tmp_path, f"127.0.0.1:{port}", "--processes", "2", "--cpus", "0", "--idle", "60s")
     try:
@@ -206,9 +204,27 @@ def test_workers_elsewhere_get_the_test_from_each_cells_master(server, tmp_path)
     assert said.count("its master quit it") == 4, said
     assert len(workers) >= 2, workers
     assert not [w for w in workers if w.is_running()], "a worker outlived its agent"
-    # the locustfile the workers downloaded went to a directory of the agent's own, removed with it
-    logs = next((tmp_path / "results" / "locust-worker").iterdir())
-    assert not (logs / "tmp").exists() and not (Path(tempfile.gettempdir()) / "locustfile.py").exists()
+
+
+@pytest.mark.slow
+def test_a_worker_never_runs_the_masters_locustfile(tmp_path):
+    """Locust runs whatever file the master sends to a worker started with `-f -`, and checks nothing
+    about the master: a master of anyone's making, whose file would leave a mark in any worker that
+    ran it, finds workers that run their own file and leave none."""
+    mark = tmp_path / "ran-the-masters-file"
+    theirs = tmp_path / "theirs.py"
+    theirs.write_text(f"import sys\nfrom locust import User, task\nif '--worker' in sys.argv:\n"
+                      f"    open({str(mark)!r}, 'w').close()\n\n\nclass Theirs(User):\n    @task\n"
+                      f"    def nothing(self):\n        pass\n")
+    port = free_port("127.0.0.1")
+    agent = start_workers(tmp_path, f"127.0.0.1:{port}", "--cpus", "0", "--idle", "3s")
+    master = subprocess.run([LocustDriver().executable(), "-f", str(theirs), "--headless",
+                             "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
+                             "--expect-workers", "1", "--expect-workers-max-wait", "30", "-u", "1", "-t", "2s",
+                             "--loglevel", "WARNING"], cwd=tmp_path, capture_output=True, text=True, timeout=90)
+    said, _ = agent.communicate(timeout=90)
+    assert "its master quit it" in said, (said, master.stderr)   # the worker did serve this master
+    assert not mark.exists()
 
 
 @pytest.mark.slow

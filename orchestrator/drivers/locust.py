@@ -11,6 +11,7 @@ that is busier than LOADGEN_SATURATED of it in a step flags that step loadgen-sa
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import socket
@@ -23,6 +24,8 @@ from orchestrator.results.schema import LOADGEN_SATURATED
 from orchestrator.targets.jvm import cpu_count
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
+# The exit code of a worker whose locustfile is not the master's (locustfile.py's configure()).
+OTHER_LOCUSTFILE_EXIT = 3
 
 
 def free_port(address: str) -> int:
@@ -175,7 +178,9 @@ class LocustDriver(Driver):
         cfg = {"host": f"http://{spec.host}:{spec.port}", "method": s.method, "path": s.path, "name": s.name,
                "headers": s.headers, "body": s.body.decode() if s.body is not None else None,
                "timeout_s": spec.timeout_s, "start_users": ramp.start_users, "step_users": ramp.step_users,
-               "step_s": ramp.step_s, "steps": ramp.steps, "out": str(out)}
+               "step_s": ramp.step_s, "steps": ramp.steps, "out": str(out),
+               # workers elsewhere run their own checkout's file: they stop if it is not this one
+               "locustfile": hashlib.sha256(LOCUSTFILE.read_bytes()).hexdigest()}
         argvs = command_lines(locust, spec, json_out)
         logs = self.files(spec, *(f"{'master' if i == 0 and ramp.workers else f'worker{i}' if i else 'main'}.log"
                                   for i in range(len(argvs))))

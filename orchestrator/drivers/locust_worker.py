@@ -2,15 +2,16 @@
 whose masters wait for them (`bench run --locust-master ADDRESS[:PORT]`).
 
 Every cell of a run has a master of its own, which quits its workers when the cell ends; so this
-keeps `processes` workers asking for the next master, each a `locust --worker -f -` that downloads
-the locustfile from the master and gets the bench configuration with the master's first spawn
-message, started again whenever one ends. A worker counts as busy while it holds a connection to
+keeps `processes` workers asking for the next master, each a `locust --worker -f <this checkout's
+locustfile>` that gets the bench configuration with the master's first spawn message, started again
+whenever one ends. Never `-f -`: Locust then runs whatever file the master sends, and it checks
+nothing about the master, so whoever answered at its address would run code on this machine. The
+master still decides the test's parameters (the target's address, the requests): docs/docker.md
+says to reach it only over a trusted network, an SSH tunnel or a VPN. A worker counts as busy while it holds a connection to
 the master; after `idle_s` without any busy worker, or on Ctrl-C, everything stops.
 """
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -18,11 +19,11 @@ from typing import Callable
 
 import psutil
 
-from orchestrator.drivers.locust import LocustDriver
+from orchestrator.drivers.locust import LOCUSTFILE, OTHER_LOCUSTFILE_EXIT, LocustDriver
 from orchestrator.errors import BenchError
 from orchestrator.infra.procs import log_tail, spawn, stop
 
-NO_MASTER = "Got no locustfile response from master"   # Locust's line when no master answered in time
+NO_MASTER = "Failed to connect to the Locust master"   # Locust's line when no master answered in 5 min
 # A worker started as one cell's master quits can fail once for that master's sake (CI saw "No User
 # class found!" from a worker restarted at a cell boundary): only a failure that repeats is the
 # worker's own, one that starting it again would not cure.
@@ -42,14 +43,9 @@ def serve(address: str, port: int, processes: int, cpus: str | None, idle_s: flo
           say: Callable[[str], None]) -> int:
     """Keep `processes` workers for the masters at address:port until idle for idle_s; returns the
     number of cells served."""
-    argv = [LocustDriver().executable(), "--worker", "-f", "-", "--master-host", address, "--master-port", str(port),
+    argv = [LocustDriver().executable(), "--worker", "-f", str(LOCUSTFILE), "--master-host", address, "--master-port", str(port),
             "--loglevel", "WARNING"]
     logs.mkdir(parents=True, exist_ok=True)
-    # The downloaded locustfile lands in the temporary directory: one of our own beside the logs,
-    # removed at the end (and inside the results folder should this process be killed).
-    scratch = logs / "tmp"
-    scratch.mkdir()
-    env = {**os.environ, "TMPDIR": str(scratch)}
     paths = [logs / f"worker{i + 1}.log" for i in range(processes)]
     procs: list[subprocess.Popen | None] = [None] * processes
     busy = [False] * processes   # whether each worker has been connected to a master since it started
@@ -65,6 +61,8 @@ def serve(address: str, port: int, processes: int, cpus: str | None, idle_s: flo
                     continue
                 if proc is not None:
                     tail = log_tail(paths[i], 3)
+                    if proc.returncode == OTHER_LOCUSTFILE_EXIT:
+                        raise BenchError(f"worker {i + 1}: {tail} (log: {paths[i]})")
                     if busy[i]:
                         served, failed[i] = served + 1, 0
                         last_busy = time.monotonic()
@@ -75,7 +73,7 @@ def serve(address: str, port: int, processes: int, cpus: str | None, idle_s: flo
                             raise BenchError(f"a Locust worker exited with {proc.returncode} before any master "
                                              f"connected, {failed[i]} times in a row: {tail or 'no output'} "
                                              f"(log: {paths[i]})")
-                procs[i], busy[i] = spawn(argv, log_path=paths[i], cpus=cpus, env=env), False
+                procs[i], busy[i] = spawn(argv, log_path=paths[i], cpus=cpus), False
             if time.monotonic() - last_busy > idle_s:
                 say(f"no master for {idle_s:.0f} s: stopping")
                 return served
@@ -84,4 +82,3 @@ def serve(address: str, port: int, processes: int, cpus: str | None, idle_s: flo
         for proc in procs:
             if proc is not None:
                 stop(proc, grace=5)
-        shutil.rmtree(scratch, ignore_errors=True)

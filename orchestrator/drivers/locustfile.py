@@ -19,11 +19,14 @@ the host each worker ran on.
 
 Configured by orchestrator/drivers/locust.py with the option --bench-locust (JSON), read from the
 BENCH_LOCUST environment variable by the processes it starts. A worker started elsewhere
-(`bench locust-worker`) has neither this file nor the variable: it downloads the file from the
-master (`-f -`) and gets the option with the master's first spawn message, before its test starts.
+(`bench locust-worker`) runs its own checkout's copy of this file, never one the master sends, and
+gets the option with the master's first spawn message, before its test starts; it exits with
+OTHER_LOCUSTFILE_EXIT if its copy is not the master's.
 """
+import hashlib
 import itertools
 import json
+import logging
 import os
 import socket
 import time
@@ -34,6 +37,7 @@ from locust import FastHttpUser, LoadTestShape, constant, events, task
 from locust.runners import WorkerRunner
 
 CFG: dict = {}
+OTHER_LOCUSTFILE_EXIT = 3   # drivers/locust.py's
 
 
 @events.init_command_line_parser.add_listener
@@ -48,6 +52,11 @@ def configure(environment) -> None:
     if CFG or not raw:
         return
     CFG.update(json.loads(raw))
+    with open(__file__, "rb") as f:
+        mine = hashlib.sha256(f.read()).hexdigest()
+    if CFG.get("locustfile", mine) != mine:
+        logging.error("this machine's locustfile is not the master's: run the same bench version on both")
+        os._exit(OTHER_LOCUSTFILE_EXIT)
     CFG["body_bytes"] = CFG["body"].encode() if CFG["body"] is not None else None
     BenchUser.host = CFG["host"]
     BenchUser.network_timeout = BenchUser.connection_timeout = CFG["timeout_s"]
