@@ -105,12 +105,30 @@ def test_sigkill_mid_run_then_clean_leaves_no_container(results_dir):
     assert len(kept) >= 1 and (kept["status"] == "ok").all()
 
 
+def tls_files(folder: Path, address: str) -> Path:
+    """A CA, the engine's certificate for address and a client's, as dockerd and DOCKER_CERT_PATH
+    (ca.pem, cert.pem, key.pem) want them."""
+    folder.mkdir()
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=folder, check=True, capture_output=True)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    openssl("req", "-x509", *ec, "-keyout", "ca-key.pem", "-out", "ca.pem", "-days", "1", "-subj", "/CN=bench-ca")
+    for name, usage, alt in (("server", "serverAuth", f"subjectAltName=IP:{address}\n"), ("", "clientAuth", "")):
+        (folder / f"{name}ext.cnf").write_text(f"{alt}extendedKeyUsage={usage}\n")
+        openssl("req", *ec, "-keyout", f"{name}key.pem", "-out", f"{name}.csr", "-subj", f"/CN={name or 'client'}")
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial",
+                "-out", f"{name}cert.pem", "-days", "1", "-extfile", f"{name}ext.cnf")
+    return folder
+
+
 @pytest.fixture(scope="module")
 def engine_host():
     """A second Docker engine on another host: a network namespace of this machine, reached only over
-    its link, with a data root of its own (so it starts without any image). Yields (its DOCKER_HOST,
-    the host's namespace, this machine's address toward it). One for the module: the first test
-    that uses it finds it without images, the next finds the image that test shipped."""
+    its link, with a data root of its own (so it starts without any image), over TLS on 2376 as
+    docs/docker.md says. Yields (the variables that name it: DOCKER_HOST, DOCKER_TLS_VERIFY,
+    DOCKER_CERT_PATH; the host's namespace; this machine's address toward it). One for the module:
+    the first test that uses it finds it without images, the next finds the image that test shipped."""
     topo = Topology(name="engine-host", server="engine")
     net = Network(topo, os.getpid(), cpus="0")
     net.up()
@@ -118,14 +136,16 @@ def engine_host():
     address = net.address("engine", LOCAL)
     engine = None
     try:
+        certs = tls_files(root / "certs", address)
         # on the load CPU: the engine's own work must not land on the server's
-        engine = spawn(["dockerd", "--iptables=false", "--bridge=none", "--ip-masq=false", "--tls=false",
-                        "-H", f"tcp://{address}:2375", "--data-root", str(root / "data"), "--exec-root",
-                        str(root / "exec"), "--pidfile", str(root / "dockerd.pid")],
+        engine = spawn(["dockerd", "--iptables=false", "--bridge=none", "--ip-masq=false", "--tlsverify",
+                        "--tlscacert", str(certs / "ca.pem"), "--tlscert", str(certs / "servercert.pem"),
+                        "--tlskey", str(certs / "serverkey.pem"), "-H", f"tcp://{address}:2376",
+                        "--data-root", str(root / "data"), "--exec-root", str(root / "exec"), "--pidfile", str(root / "dockerd.pid")],
                        log_path=root / "dockerd.log", cpus="0", netns=net.namespace("engine"))
-        url = f"tcp://{address}:2375"
-        wait_for(lambda: _answers(url), 90, "the second engine")
-        yield url, net.namespace("engine"), net.address(LOCAL, "engine")
+        engine_env = {"DOCKER_HOST": f"tcp://{address}:2376", "DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": str(certs)}
+        wait_for(lambda: _answers(engine_env), 90, "the second engine")
+        yield engine_env, net.namespace("engine"), net.address(LOCAL, "engine")
     finally:
         if engine:
             engine.terminate()
@@ -146,19 +166,19 @@ def remote_engine(engine_host):
     return engine_host[0]
 
 
-def _answers(url: str) -> bool:
+def _answers(engine_env: dict[str, str]) -> bool:
     import docker
     try:
-        return bool(docker.DockerClient(base_url=url, timeout=5).ping())
+        return bool(docker.from_env(environment=engine_env, timeout=5).ping())
     except Exception:  # noqa: BLE001 - not up yet
         return False
 
 
 def test_targets_on_a_remote_engine_are_loaded_from_here(results_dir, remote_engine):
     import docker
-    remote = docker.DockerClient(base_url=remote_engine)
+    remote = docker.from_env(environment=remote_engine)
     assert not remote.images.list()   # it gets its images from this machine's engine
-    env = bench_env(DOCKER_HOST=remote_engine)
+    env = bench_env(**remote_engine)
     r = bench("run", "-f", "fixture:ok,fixture:exposed", "-s", "json,sleep", "-c", "8", "--warmup", "1s",
               "--warmup-max", "1s", "-d", "2s",
               "--jfr", "--results-dir", str(results_dir), *DOCKER, *PORTS, env=env)
@@ -178,7 +198,7 @@ def test_targets_on_a_remote_engine_are_loaded_from_here(results_dir, remote_eng
     assert 100 <= sleep["latency_p50_ms"] < 200
     meta = json.loads((run / "run.json").read_text())
     engine = meta["docker_engine"]
-    address = remote_engine.split("//")[1].split(":")[0]
+    address = remote_engine["DOCKER_HOST"].split("//")[1].split(":")[0]
     assert engine["address"] == address and ipaddress.ip_address(address) in ipaddress.ip_network("198.18.0.0/15")
     assert 0 < engine["rtt_ms"] < 5
     # the JVM ran there: it served at an address that exists only in the engine's namespace
@@ -194,7 +214,7 @@ def test_locust_workers_on_another_host_load_a_target_on_a_remote_engine(results
     """The study's layout beyond one machine: the target on a remote engine, the ramp's Locust worker
     on a load machine of its own (`bench locust-worker`, started there with nothing but the master's
     address), the master here."""
-    url, netns, here = engine_host
+    engine_env, netns, here = engine_host
     worker = subprocess.Popen(in_netns([sys.executable, "-m", "orchestrator.cli", "locust-worker", "--master",
                                         f"{here}:5557", "--cpus", "0", "--idle", "120s", "--results-dir",
                                         str(tmp_path)], netns),
@@ -204,7 +224,7 @@ def test_locust_workers_on_another_host_load_a_target_on_a_remote_engine(results
         profile.write_text('kind = "ramp"\ndriver = "locust"\nwarmup = "0s"\n'
                            '[ramp]\nstart_users = 4\nstep_users = 4\nstep_duration = "4s"\nsteps = 2\nworkers = 1\n')
         r = bench("run", "-f", "fixture:ok", "-s", "sleep", "-p", str(profile), "--locust-master", here,
-                  "--results-dir", str(results_dir), *DOCKER, *PORTS, env=bench_env(DOCKER_HOST=url))
+                  "--results-dir", str(results_dir), *DOCKER, *PORTS, env=bench_env(**engine_env))
         assert r.returncode == 0, r.stdout + r.stderr
     finally:
         worker.terminate()
@@ -221,6 +241,6 @@ def test_locust_workers_on_another_host_load_a_target_on_a_remote_engine(results
     assert not list(run.glob("**/locust-*worker1.log"))   # none started here
     meta = json.loads((run / "run.json").read_text())
     assert meta["plan"]["settings"]["locust_master"] == f"{here}:5557"
-    report = bench("report", run.name, "--results-dir", str(results_dir), env=bench_env(DOCKER_HOST=url))
+    report = bench("report", run.name, "--results-dir", str(results_dir), env=bench_env(**engine_env))
     assert report.returncode == 0 and "Locust worker on other machines" in (run / "report.md").read_text()
 

@@ -88,7 +88,7 @@ def check_workers_elsewhere(runtime: str, topo) -> None:
     engine's, never this machine's loopback."""
     if runtime != "docker" or not remote_address():
         raise UsageError("--locust-master: Locust workers on other machines cannot reach a target on this "
-                         "machine's loopback; run the targets on a remote engine (DOCKER_HOST=tcp://ADDRESS:2375 "
+                         "machine's loopback; run the targets on a remote engine (DOCKER_HOST=ssh://USER@ADDRESS "
                          "with --runtime docker)")
     if topo and topo.workers != topology_mod.LOCAL:
         raise UsageError(f"--locust-master and topology {topo.name} both say where the Locust workers run: "

@@ -1,15 +1,18 @@
 """The Docker engine: one client, a clear line when none answers, and the one way bench starts a
 container (targets, Redis, MariaDB): host network, a non-root user, pinned CPUs, labels.
 
-DOCKER_HOST may name another machine's engine (tcp:// or ssh://): the targets then run on that
-machine while the load, Redis and MariaDB stay on this one, and the images, built here, are
-shipped to it (no registry is needed)."""
+DOCKER_HOST may name another machine's engine, over ssh:// (the system's ssh) or TLS (tcp://...:2376
+with DOCKER_TLS_VERIFY and DOCKER_CERT_PATH, as the docker CLI reads them): the targets then run on
+that machine while the load, Redis and MariaDB stay on this one, and the images, built here, are
+shipped to it (no registry is needed). Plain TCP to another machine is refused unless
+PLAIN_TCP_VAR accepts its risk (docs/docker.md)."""
 from __future__ import annotations
 
 import functools
 import ipaddress
 import os
 import socket
+import sys
 import urllib.parse
 
 from orchestrator.errors import MissingTool, UsageError
@@ -24,6 +27,47 @@ LABEL_TARGET = "bench.target"
 # hsperfdata counters only for a user with a name); data directories mounted in are chowned to it.
 USER_ID = 10001
 USER = f"{USER_ID}:{USER_ID}"
+PLAIN_TCP_VAR = "BENCH_DOCKER_PLAIN_TCP"   # "1": accept plain TCP to another machine's engine
+
+
+def _address(url: str) -> str | None:
+    """The IPv4 address of the machine DOCKER_HOST's url names, or None for a local socket."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("tcp", "ssh", "http", "https") or not parts.hostname:
+        return None
+    try:
+        return socket.gethostbyname(parts.hostname)
+    except OSError:
+        raise UsageError(f"DOCKER_HOST={url}: {parts.hostname} does not resolve") from None
+
+
+def plain_tcp_risk(environ) -> str | None:
+    """What is wrong with environ's DOCKER_HOST, or None: plain TCP (tcp:// or http:// without
+    DOCKER_TLS_VERIFY) to an engine beyond this machine's loopback, which has no authentication at
+    all: whoever reaches its port is root on its machine, and the API carries the targets'
+    environment (the infrastructure's passwords) in clear."""
+    url = environ.get("DOCKER_HOST", "")
+    tls = environ.get("DOCKER_TLS_VERIFY", "") != ""   # as the docker CLI and SDK read it: set and not empty
+    if urllib.parse.urlsplit(url).scheme not in ("tcp", "http") or tls:
+        return None
+    address = _address(url)
+    if address is None or ipaddress.ip_address(address).is_loopback:
+        return None
+    return (f"DOCKER_HOST={url} is plain TCP to another machine: no authentication, so whoever reaches that "
+            f"port is root there, and the targets' passwords cross the network in clear")
+
+
+@functools.lru_cache(maxsize=1)
+def check_transport() -> None:
+    """Refuse plain TCP to another machine's engine (plain_tcp_risk) unless PLAIN_TCP_VAR=1, which
+    prints the risk once."""
+    risk = plain_tcp_risk(os.environ)
+    if risk is None:
+        return
+    if os.environ.get(PLAIN_TCP_VAR) != "1":
+        raise UsageError(f"{risk}; use ssh://USER@HOST or TLS on 2376 (DOCKER_TLS_VERIFY=1, DOCKER_CERT_PATH; "
+                         f"docs/docker.md), or set {PLAIN_TCP_VAR}=1 to take that risk")
+    print(f"warning: {risk} ({PLAIN_TCP_VAR}=1)", file=sys.stderr)
 
 
 @functools.lru_cache(maxsize=1)
@@ -33,6 +77,7 @@ def client():
         import docker
     except ImportError:
         raise MissingTool("the Docker SDK is missing: `pip install docker` (python3 -m orchestrator installs it)") from None
+    check_transport()
     try:
         c = docker.from_env(timeout=120, use_ssh_client=True)   # ssh:// through the system's ssh
         c.ping()
@@ -45,21 +90,16 @@ def client():
 def remote_address() -> str | None:
     """The address of the machine whose engine DOCKER_HOST names, when that is not this machine;
     None for a local socket or a loopback address."""
-    url = os.environ.get("DOCKER_HOST", "")
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("tcp", "ssh", "http", "https") or not parts.hostname:
-        return None
-    try:
-        address = socket.gethostbyname(parts.hostname)
-    except OSError:
-        raise UsageError(f"DOCKER_HOST={url}: {parts.hostname} does not resolve") from None
-    return None if ipaddress.ip_address(address).is_loopback else address
+    check_transport()
+    address = _address(os.environ.get("DOCKER_HOST", ""))
+    return None if address is None or ipaddress.ip_address(address).is_loopback else address
 
 
 def engine_port() -> int:
     """The TCP port the remote engine answers on (its API, or ssh's), for round-trip probes."""
     parts = urllib.parse.urlsplit(os.environ.get("DOCKER_HOST", ""))
-    return parts.port or {"ssh": 22, "https": 2376}.get(parts.scheme, 2375)
+    tls = parts.scheme == "https" or os.environ.get("DOCKER_TLS_VERIFY", "") != ""
+    return parts.port or (22 if parts.scheme == "ssh" else 2376 if tls else 2375)
 
 
 def address_toward(address: str) -> str:
