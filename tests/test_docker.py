@@ -141,7 +141,8 @@ def engine_host():
         engine = spawn(["dockerd", "--iptables=false", "--bridge=none", "--ip-masq=false", "--tlsverify",
                         "--tlscacert", str(certs / "ca.pem"), "--tlscert", str(certs / "servercert.pem"),
                         "--tlskey", str(certs / "serverkey.pem"), "-H", f"tcp://{address}:2376",
-                        "--data-root", str(root / "data"), "--exec-root", str(root / "exec"), "--pidfile", str(root / "dockerd.pid")],
+                        "--data-root", str(root / "data"), "--exec-root", str(root / "exec"),
+                        "--pidfile", str(root / "dockerd.pid")],
                        log_path=root / "dockerd.log", cpus="0", netns=net.namespace("engine"))
         engine_env = {"DOCKER_HOST": f"tcp://{address}:2376", "DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": str(certs)}
         wait_for(lambda: _answers(engine_env), 90, "the second engine")
