@@ -21,7 +21,7 @@ from rich.console import Console
 from orchestrator.config.catalog import discover, resolve
 from orchestrator.config.plan import Settings
 from orchestrator.config.topology import LOCAL, Topology
-from orchestrator.infra.docker_engine import LABEL_OWNER, client
+from orchestrator.infra.docker_engine import LABEL_OWNER, client, connect
 from orchestrator.infra.network import Network
 from orchestrator.infra.procs import in_netns, spawn, stop_pid
 from orchestrator.targets import aot_cache
@@ -168,16 +168,14 @@ def remote_engine(engine_host):
 
 
 def _answers(engine_env: dict[str, str]) -> bool:
-    import docker
     try:
-        return bool(docker.from_env(environment=engine_env, timeout=5).ping())
+        return bool(connect(engine_env, timeout=5).ping())
     except Exception:  # noqa: BLE001 - not up yet
         return False
 
 
 def test_targets_on_a_remote_engine_are_loaded_from_here(results_dir, remote_engine):
-    import docker
-    remote = docker.from_env(environment=remote_engine)
+    remote = connect(remote_engine)
     assert not remote.images.list()   # it gets its images from this machine's engine
     env = bench_env(**remote_engine)
     r = bench("run", "-f", "fixture:ok,fixture:exposed", "-s", "json,sleep", "-c", "8", "--warmup", "1s",

@@ -70,18 +70,34 @@ def check_transport() -> None:
     print(f"warning: {risk} ({PLAIN_TCP_VAR}=1)", file=sys.stderr)
 
 
-@functools.lru_cache(maxsize=1)
-def client():
-    """A client for the engine in DOCKER_HOST (default: the local socket); the API version is negotiated."""
+def connect(environment: dict[str, str] | None = None, timeout: int = 120):
+    """A client for the engine that environment's DOCKER_HOST, DOCKER_TLS_VERIFY and DOCKER_CERT_PATH
+    name (default: this process's), as the docker CLI reads them; ssh:// goes through the system's
+    ssh. Not through requests' environment: REQUESTS_CA_BUNDLE (set on many machines) would replace
+    the engine's CA from DOCKER_CERT_PATH, and every TLS handshake would fail."""
     try:
         import docker
     except ImportError:
         raise MissingTool("the Docker SDK is missing: `pip install docker` (python3 -m orchestrator installs it)") from None
+    # Made with the oldest API version, which asks the engine nothing, so that trust_env is off
+    # before the first request; then the version is negotiated as from_env would.
+    c = docker.from_env(environment=environment, timeout=timeout, use_ssh_client=True,
+                        version=docker.constants.MINIMUM_DOCKER_API_VERSION)
+    c.api.trust_env = False
+    c.api._version = c.api._retrieve_server_version()
+    return c
+
+
+@functools.lru_cache(maxsize=1)
+def client():
+    """A client for the engine in DOCKER_HOST (default: the local socket); the API version is negotiated."""
     check_transport()
     try:
-        c = docker.from_env(timeout=120, use_ssh_client=True)   # ssh:// through the system's ssh
+        c = connect()
         c.ping()
         return c
+    except MissingTool:
+        raise
     except Exception as e:  # noqa: BLE001 - any failure here means "no engine"
         raise MissingTool(f"no Docker engine answers ({type(e).__name__}); {HOW}") from None
 
