@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import os
 import pwd
+import shutil
 from pathlib import Path
+
+from orchestrator import REPO_ROOT
 
 # mariadbd's own folder in the data directory, 0700 and its user's: its socket (root logs in there
 # without a password, so no other local user may reach it), its pid file, the init file and FILES_DIR.
@@ -14,10 +17,9 @@ SERVER_DIR = "mariadb-run"
 # secure-file-priv: an empty folder, the only one LOAD_FILE, LOAD DATA and SELECT ... INTO OUTFILE
 # may touch (and only root has the FILE privilege they need).
 FILES_DIR = "files"
-# Run before mariadbd serves its first connection: mariadb-install-db's `normal` root accounts for
-# 127.0.0.1, ::1 and the host name take no password over TCP; root@localhost (the socket) stays.
-ROOT_SOCKET_ONLY = ("DELETE FROM mysql.global_priv WHERE User = '' OR (User = 'root' AND Host <> 'localhost');\n"
-                    "FLUSH PRIVILEGES;\n")
+# mariadbd's --init-file, one for the orchestrator and for Compose (compose/infra.yml): root on the
+# socket only, before the first connection.
+ROOT_SOCKET_ONLY = REPO_ROOT / "compose" / "lockdown.sql"
 # What the contract's scenarios run as DB_USER (db-read's SELECT, db-write's INSERT), on their one
 # table: no FILE, no global privilege, no DDL.
 APP_PRIVILEGES = "SELECT, INSERT"
@@ -58,7 +60,7 @@ def server_folder(data_dir: Path, account: tuple[int, int] | None) -> Path:
     own = data_dir / SERVER_DIR
     (own / FILES_DIR).mkdir(parents=True)
     own.chmod(0o700)
-    (own / "init.sql").write_text(ROOT_SOCKET_ONLY)
+    shutil.copyfile(ROOT_SOCKET_ONLY, own / "init.sql")   # in a folder the server's user can read
     own_tree(own, account)
     if account is not None and account[0] != data_dir.stat().st_uid:
         data_dir.chmod(0o711)
