@@ -136,7 +136,7 @@ BAD_INPUT = [
      "unknown preset 'fastest'; valid: capacity-at-slo, cold-start-and-spike, cpu-and-io-bursts, cpu-yield, far-database"),
     (["run", "-f", "fixture", "--quick"], {}, "--quick goes with --preset"),
     (["infra", "up", "--runtime", "docker", "--redis-port", "29379", "--db-port", "29306"],
-     {"DOCKER_HOST": "tcp://198.18.255.254:2375"}, "names another machine's engine (198.18.255.254)"),
+     {"DOCKER_HOST": "ssh://bench@198.18.255.254"}, "names another machine's engine (198.18.255.254)"),
     (["run", "--preset", "redis-frameworks", "-f", "fixture"], {}, "--preset chooses the targets"),
     (["run", "-f", "fixture", "--rate", "100"], {}, "--rate does not apply to the throughput profile"),
     (["run", "-f", "fixture", "-p", "rate", "--rate", "0"], {}, "--rate '0': each must be a whole number"),

@@ -43,7 +43,7 @@ def test_modes_a_run_cannot_measure_are_usage_errors(given, message, tmp_path):
         asked(framework="fixture:ok", results_dir=tmp_path, **given).plan(discover(FIXTURES), print)
 
 
-@pytest.mark.parametrize("docker_host", ["", "tcp://198.18.255.254:2375"])
+@pytest.mark.parametrize("docker_host", ["", "ssh://bench@198.18.255.254"])
 def test_the_aot_cache_runs_in_containers_of_this_machine_s_engine_only(docker_host, tmp_path, monkeypatch):
     """The cache is trained into the run's folder and mounted from it: another machine's engine has neither."""
     monkeypatch.setenv("DOCKER_HOST", docker_host)
