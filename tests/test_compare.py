@@ -98,7 +98,7 @@ def test_bench_compare_of_the_sample_with_itself_finds_no_regression():
 
 def test_holm_adjusts_the_smallest_p_by_the_number_of_tests_and_keeps_the_order():
     p = pd.Series([0.01, 0.04, 0.03, np.nan])
-    assert compare.holm(p).tolist()[:3] == pytest.approx([0.03, 0.06, 0.06]) and math.isnan(compare.holm(p)[3])
+    assert judge.holm(p).tolist()[:3] == pytest.approx([0.03, 0.06, 0.06]) and math.isnan(judge.holm(p)[3])
 
 
 def test_a_marginal_p_is_not_significant_among_many_cells():

@@ -36,15 +36,6 @@ DEFAULT_METRICS = ("rps", "latency_p99_ms")
 NEEDS_PCT = 10.0
 
 
-def holm(p: pd.Series) -> pd.Series:
-    """Holm-Bonferroni adjusted p-values (NaN stays NaN): the k-th smallest of m is multiplied by
-    m - k + 1, then made monotone, so that p_adjusted < alpha holds the family-wise error at alpha."""
-    known = p.dropna().sort_values()
-    m = len(known)
-    adjusted = (known * np.arange(m, 0, -1)).cummax().clip(upper=1.0)
-    return adjusted.reindex(p.index)
-
-
 def _setup(meta: dict) -> dict:
     plan = meta.get("plan", {})
     s = plan.get("settings", {})
@@ -218,7 +209,7 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: s
     # B worse even given back every stolen moment, at Holm's strictest step: steal cannot explain it
     unexplained = (out["given_back_p"] < family) & (out["given_back_worse_pct"] > 0)
     out.loc[unexplained, "withheld_by"] = ""
-    out.insert(out.columns.get_loc("p_value") + 1, "p_adjusted", holm(out["p_value"]))
+    out.insert(out.columns.get_loc("p_value") + 1, "p_adjusted", judge.holm(out["p_value"]))
     out.insert(out.columns.get_loc("p_adjusted") + 1, "significant", (out["p_adjusted"] < alpha) & (out["note"] == ""))
     out["verdict"] = np.select([out["broke"], out["note"] != "", ~out["significant"], out["worse_pct"] > 0],
                                ["broke", "?", "~", "worse"], "better")
