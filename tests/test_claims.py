@@ -166,7 +166,7 @@ def test_a_linear_trend_holds_in_proportion_to_the_load_and_not_when_it_only_gro
 
 
 @pytest.mark.parametrize("change, problem", [
-    ({"form": "ranking"}, "form 'ranking' is not one of explanation, order, trend"),
+    ({"form": "ranking"}, "form 'ranking' is not one of explanation, order, lead, trend"),
     ({"targets": ["quarkus:reactive"]}, "targets must list two or more"),
     ({"study": [1, 2]}, "study must list the study's figure for each of the 3 targets"),
     ({"metric": "server_cpu_pct"}, "metric 'server_cpu_pct' is not one of"),
@@ -174,3 +174,21 @@ def test_a_linear_trend_holds_in_proportion_to_the_load_and_not_when_it_only_gro
 ])
 def test_a_malformed_order_is_named(change, problem):
     assert problem in claims.check({**ORDER, **change})
+
+
+def test_a_lead_holds_when_each_leader_is_ahead_of_each_target_it_leads():
+    # study 001 at 2,000 connections: Netty + virtual threads the lowest mean of the Tomcat variants
+    lead = {"form": "lead", "claim": "Netty + VT the most stable (145 ms at 2,000).", "scenario": "sleep",
+            "metric": "latency_mean_ms", "targets": ["spring-webflux:virtual"],
+            "over": ["spring-mvc:virtual", "spring-mvc:coroutines"], "study": [144.55, 333.35, 323.72], "level": 2000}
+
+    def at(target, mean):
+        return cell(target, [mean * 0.98, mean, mean * 1.02], "latency_mean_ms", 2000, scenario="sleep")
+    row = judged(at("spring-webflux:virtual", 120), at("spring-mvc:virtual", 300), at("spring-mvc:coroutines", 280),
+                 claim=lead)
+    assert row["verdict"] == "holds" and row["here"].startswith("sleep at concurrency 2000: spring-webflux:virtual 120 ms")
+    assert "spring-webflux:virtual ahead of spring-mvc:virtual: ×2.50 here" in row["evidence"]
+    assert "the study ×2.31" in row["evidence"]
+    row = judged(at("spring-webflux:virtual", 120), at("spring-mvc:virtual", 300), at("spring-mvc:coroutines", 100),
+                 claim=lead)
+    assert row["verdict"] == "does not hold: spring-webflux:virtual ahead of spring-mvc:coroutines"

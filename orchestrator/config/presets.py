@@ -239,8 +239,8 @@ def _claims(doc: Document, matrix: dict[str, list[str]], catalog: dict[str, Fram
             problem = f"{', '.join(unmeasured)} on {claim['scenario']} is not among the preset's cells"
         if problem:
             doc.fail(f"claims[{i}]", problem)
-    return tuple({**c, **({"targets": [_resolved(t, catalog) for t in c["targets"]]} if "targets" in c
-                          else {"target": _resolved(c["target"], catalog)})} for c in found)
+    return tuple({**c, **{k: [_resolved(t, catalog) for t in c[k]] for k in ("targets", "over") if k in c},
+                  **({"target": _resolved(c["target"], catalog)} if "target" in c else {})} for c in found)
 
 
 def _resolved(target: str, catalog: dict[str, Framework]) -> str:

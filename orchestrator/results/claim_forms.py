@@ -1,5 +1,6 @@
-"""A study's finding, decided by the judge from the repeats: an order of targets on one metric (a lead
-is an order of two) or a trend of one target over load levels (it grows, or grows in proportion).
+"""A study's finding, decided by the judge from the repeats: an order of targets on one metric, a lead
+of some targets over others (each ahead of each), or a trend of one target over load levels (it
+grows, or grows in proportion).
 
 Every form comes down to pairs of cells, each claimed "this figure is above that one" (a throughput
 higher, a latency lower, a latency at 2,000 connections higher than at 1,000). The judge's rule decides
@@ -31,13 +32,16 @@ from orchestrator.results.analysis import METRICS, fmt, summary
 
 pd = lazy.module("pandas")
 
-FORMS = ("order", "trend")
+FORMS = ("order", "lead", "trend")
 SHAPES = ("grows", "linear")
 LINEAR_BAND = 0.25
 NEAREST, FARTHEST = "nearest", "farthest"
-REQUIRED = {"order": ("claim", "scenario", "metric", "targets", "study"),
-            "trend": ("claim", "target", "scenario", "metric", "levels", "study", "shape")}
-OPTIONAL = ("form", "level", "network", "differs")
+REQUIRED = {"order": ("claim", "scenario", "metric", "targets"),
+            "lead": ("claim", "scenario", "metric", "targets", "over"),
+            "trend": ("claim", "target", "scenario", "metric", "levels", "shape")}
+# `study`: the study's figure for each target (order; lead: its targets, then those it leads) or level
+# (trend), where the study gives them (some give only a chart and its reading)
+OPTIONAL = ("form", "study", "level", "network", "differs")
 
 
 def check(claim: dict) -> str | None:
@@ -53,15 +57,16 @@ def check(claim: dict) -> str | None:
         return "needs claim (text: the study's words and figures)"
     if claim["metric"] not in METRICS or not METRICS[claim["metric"]].ranked:
         return f"metric '{claim['metric']}' is not one of {', '.join(m for m in METRICS if METRICS[m].ranked)}"
-    sides = claim["targets"] if form == "order" else claim["levels"]
-    kind = str if form == "order" else (int, float)
-    if not isinstance(sides, list) or len(sides) < 2 or not all(isinstance(s, kind) and not isinstance(s, bool)
-                                                              for s in sides):
-        what = "targets" if form == "order" else "levels"
-        return f"{what} must list two or more {'targets' if form == 'order' else 'load levels (numbers)'}"
-    study = claim["study"]
-    if not isinstance(study, list) or len(study) != len(sides) or not all(_number(v) for v in study):
-        return f"study must list the study's figure for each of the {len(sides)} {'targets' if form == 'order' else 'levels'}"
+    if form == "trend":
+        if not _listed(claim["levels"], (int, float), 2):
+            return "levels must list two or more load levels (numbers)"
+    elif not _listed(claim["targets"], str, 2 if form == "order" else 1):
+        return f"targets must list {'two' if form == 'order' else 'one'} or more targets"
+    if form == "lead" and not _listed(claim["over"], str, 1):
+        return "over must list the targets the claim's targets lead"
+    sides = len(claim["levels"]) if form == "trend" else len(claim["targets"]) + len(claim.get("over", []))
+    if "study" in claim and not _listed(claim["study"], (int, float), sides, exact=True):
+        return f"study must list the study's figure for each of the {sides} {'levels' if form == 'trend' else 'targets'}"
     if form == "trend" and claim["shape"] not in SHAPES:
         return f"shape '{claim['shape']}' is not one of {', '.join(SHAPES)}"
     if "network" in claim and not isinstance(claim["network"], str):
@@ -69,8 +74,9 @@ def check(claim: dict) -> str | None:
     return None
 
 
-def _number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+def _listed(values, kind, least: int, exact: bool = False) -> bool:
+    return (isinstance(values, list) and (len(values) == least if exact else len(values) >= least)
+            and all(isinstance(v, kind) and not isinstance(v, bool) for v in values))
 
 
 @dataclass(frozen=True)
@@ -97,7 +103,7 @@ def judge_claim(df: pd.DataFrame, claim: dict, x: str = "concurrency") -> list[d
 
 
 def _rows(df: pd.DataFrame, claim: dict) -> pd.DataFrame:
-    wanted = set(claim["targets"]) if claim["form"] == "order" else {claim["target"]}
+    wanted = {claim["target"]} if claim["form"] == "trend" else {*claim["targets"], *claim.get("over", [])}
     rows = df[(df["scenario"] == claim["scenario"]) & df["target"].map(base_id).isin(wanted)]
     network = claim.get("network")
     if network and "network" in rows:
@@ -109,32 +115,37 @@ def _rows(df: pd.DataFrame, claim: dict) -> pd.DataFrame:
 
 
 def _judged(claim: dict, x: str, cells: dict, suffix: str, level) -> dict:
-    study = claim["study"]
-    if claim["form"] == "order":
-        names = [t + suffix for t in claim["targets"]]
-        sides = [cells.get((n, level)) for n in names]
-        where = "" if level is None else f" at {x} {level:g}"
-        # best first: where lower is better, the one after has the higher figure
-        up = METRICS[claim["metric"]].higher_is_better
-        pairs = [Pair(*((sides[i], sides[i + 1]) if up else (sides[i + 1], sides[i])),
-                      f"{names[i]} ahead of {names[i + 1]}",
-                      (study[i] / study[i + 1] if up else study[i + 1] / study[i]) if study[i] and study[i + 1]
-                      else math.nan)
-                 for i in range(len(sides) - 1)]
-        steps = None
-    else:
+    study = claim.get("study")
+    if claim["form"] == "trend":
         levels = claim["levels"]
         names = [f"{claim['target']}{suffix} at {x} {lv:g}" for lv in levels]
         sides = [cells.get((claim["target"] + suffix, lv)) for lv in levels]
         where = ""
-        pairs = [Pair(sides[i + 1], sides[i], f"{names[i + 1]} above {names[i]}",
-                      study[i + 1] / study[i] if study[i] else math.nan) for i in range(len(sides) - 1)]
+        pairs = [Pair(sides[i + 1], sides[i], f"{names[i + 1]} above {names[i]}", _ratio(study, i + 1, i))
+                 for i in range(len(sides) - 1)]
         steps = [levels[i + 1] / levels[i] for i in range(len(levels) - 1)] if claim["shape"] == "linear" else None
+    else:
+        names = [t + suffix for t in (*claim["targets"], *claim.get("over", []))]
+        sides = [cells.get((n, level)) for n in names]
+        where = "" if level is None else f" at {x} {level:g}"
+        # an order: each target ahead of the next; a lead: each of `targets` ahead of each of `over`
+        ahead = [(i, i + 1) for i in range(len(names) - 1)] if claim["form"] == "order" else \
+            [(i, j) for i in range(len(claim["targets"])) for j in range(len(claim["targets"]), len(names))]
+        # where lower is better, the one behind has the higher figure
+        up = METRICS[claim["metric"]].higher_is_better
+        pairs = [Pair(*((sides[i], sides[j]) if up else (sides[j], sides[i])), f"{names[i]} ahead of {names[j]}",
+                      _ratio(study, i, j) if up else _ratio(study, j, i)) for i, j in ahead]
+        steps = None
     verdict, evidence = decide(pairs, claim["metric"], steps)
     here = "; ".join(_here(c, n, claim["metric"]) for c, n in zip(sides, names))
     scenario = claim["scenario"] + (f" ({claim['network']})" if claim.get("network") else "")
     return {"claim": claim["claim"], "here": f"{scenario}{where}: {here}", "verdict": verdict,
             "evidence": evidence, "differs": claim.get("differs", "")}
+
+
+def _ratio(study: list | None, high: int, low: int) -> float:
+    """The study's own ratio of two of its figures (NaN where it gave none)."""
+    return study[high] / study[low] if study and study[low] else math.nan
 
 
 def _here(cell: dict | None, name: str, metric: str) -> str:

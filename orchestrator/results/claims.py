@@ -4,7 +4,7 @@ A preset lists its study's claims ([[claims]] in presets/*.toml), each with the 
 figures (`claim`) and, optionally, what in the study's set-up differs from this one (`differs`). Its
 `form` says how it is judged:
 
-- "order" (a lead is an order of two) and "trend": the finding itself, decided by the judge from the
+- "order", "lead" (some targets ahead of others) and "trend": the finding itself, decided by the judge from the
   repeats (claim_forms.py): "holds", "does not hold" or "cannot tell at these repeats".
 - "explanation" (the default): the explanation the study gives, tested by evidence recorded in the
   same cells: the target and scenario it is about, the figure to show (a row column), a measure of
@@ -76,7 +76,7 @@ def check(claim: dict) -> str | None:
 
 def targets(claim: dict) -> list[str]:
     """The targets a claim is about."""
-    return list(claim["targets"]) if "targets" in claim else [claim["target"]]
+    return [*claim["targets"], *claim.get("over", [])] if "targets" in claim else [claim["target"]]
 
 
 def judged(df: pd.DataFrame, claims: list[dict], x: str = "concurrency") -> list[dict]:
