@@ -76,7 +76,7 @@ def test_a_preset_claim_about_an_unmeasured_cell_is_one_error(tmp_path, monkeypa
         'target = "spring-webflux:reactive"\nscenario = "cpu"', 'target = "spring-webflux:reactive"\nscenario = "redis"')
     (tmp_path / "bad.toml").write_text(text)
     monkeypatch.setattr(presets, "PRESETS_DIR", tmp_path)
-    with pytest.raises(ManifestError, match=r"claims\[0\].*not among the preset's cells"):
+    with pytest.raises(ManifestError, match=r"claims\[3\].*not among the preset's cells"):
         presets.load("bad", discover())
 
 
