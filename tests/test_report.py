@@ -302,3 +302,25 @@ def assert_renders(run_dir, tmp_path):
     assert shot.exists() and shot.stat().st_size > 20_000, r.stderr[-2000:]
     print(f"screenshot: {shot}")
     return shot
+
+
+def test_a_preset_s_report_opens_with_its_claims_judged(run_dir, tmp_path):
+    # the sample run with a claim about its own cells, as a preset's run.json carries it
+    root = tmp_path / "results"
+    shutil.copytree(run_dir, root / run_dir.name, ignore=shutil.ignore_patterns("report*"))
+    meta_path = root / run_dir.name / "run.json"
+    meta = json.loads(meta_path.read_text())
+    meta["plan"]["claims"] = [{"form": "order", "claim": "A study: Vert.x 50k > Quarkus 40k req/s on json.",
+                               "scenario": "json", "metric": "rps", "targets": ["vertx:eventloop", "quarkus:reactive"],
+                               "study": [50_000, 40_000], "differs": "The study: 4 cores."}]
+    meta_path.write_text(json.dumps(meta))
+    r = bench("report", run_dir.name, "--results-dir", str(root), frameworks=None, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    md = (root / run_dir.name / "report.md").read_text()
+    assert md.index("## Claims") < md.index("## Winners")
+    section = md.split("## Claims")[1].split("\n## ")[0]
+    # judged at each level the run measured, two repeats a side: the judge's words, never a bare figure
+    assert section.count("A study: Vert.x 50k > Quarkus 40k req/s on json.") == 2
+    assert "json at concurrency 64: vertx:eventloop" in section and "The study: 4 cores." in section
+    assert re.search(r"\| (holds|does not hold|cannot tell at these repeats[^|]*) \|", section)
+    assert "vertx:eventloop ahead of quarkus:reactive: ×" in section and "the study ×1.25" in section
