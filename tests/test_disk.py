@@ -11,8 +11,8 @@ import time
 
 import numpy as np
 import pytest
-
 from conftest import bench
+
 from orchestrator.config import profiles
 from orchestrator.config.plan import Plan, Settings
 from orchestrator.drivers.h2load import gzip_away, read_log
