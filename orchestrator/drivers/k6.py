@@ -9,7 +9,7 @@ response delays no later request (no coordinated omission); when every VU is bus
 arrival and counts it (dropped_iterations). The summary comes from handleSummary as JSON; a burst
 also writes every request to CSV, so that its latencies (stdev included) are exact. k6 gzips that CSV
 as it writes it (a name ending .gz): about a dozen rows of its metrics per request, some 2 KB raw, are
-kept at about a tenth, and read back a row at a time.
+kept compressed, and read back a row at a time.
 
 Each VU holds its own connection, so a burst at 2,000 VUs keeps 2,000 connections, as h2load would.
 k6 is the default burst driver because Debian's h2load (nghttp2 1.52) cannot read Tomcat's status

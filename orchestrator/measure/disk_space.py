@@ -4,7 +4,7 @@ A run that fills its filesystem half-way fails in a confusing place (a parquet f
 a JVM that cannot write its log) and takes the machine's other work down with it. The estimate is
 of what one cell can write before anything of it is compressed or read, from the figures measured
 here: Flight Recorder writes about 744 KiB per 5-s window (--jfr), pacer 24 bytes an arrival (kept
-at 4-5 once read), a k6 burst about 2 KB of CSV per request (gzipped as written: an upper bound), an
+at about 7 once read), a k6 burst about 2 KB of CSV per request (gzipped as written: an upper bound), an
 h2load burst 25 bytes a request, each log at most log_cap.LIMIT, and an AOT cache about 100 MiB per
 target (--jvm-mode aot-cache).
 """
