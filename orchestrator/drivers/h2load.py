@@ -1,8 +1,8 @@
 """h2load (Debian's nghttp2-client) over HTTP/1.1: a fixed number of requests at a fixed concurrency.
 
 Counts come from its summary; latencies from its per-request log file (start µs, status, duration µs),
-so every percentile is exact. That file is gzipped once read (`.requests.tsv.gz`, about a third of its
-25 bytes a request): every request's latency stays on disk.
+so every percentile is exact. That file (about 25 bytes a request) is gzipped once read
+(`.requests.tsv.gz`): every request's latency stays on disk, in less room.
 """
 from __future__ import annotations
 
