@@ -9,7 +9,15 @@ import sys
 import typer
 from rich.console import Console
 
-from orchestrator.cli import catalog_commands, infra_commands, noise_command, report_commands, run_command, target_commands
+from orchestrator.cli import (
+    catalog_commands,
+    infra_commands,
+    noise_command,
+    prune_command,
+    report_commands,
+    run_command,
+    target_commands,
+)
 from orchestrator.errors import BenchError
 from orchestrator.infra import interrupts
 
@@ -39,6 +47,7 @@ app.command("calibrate")(infra_commands.calibrate_cmd)
 app.command("report")(report_commands.report_cmd)
 app.command("compare")(report_commands.compare_cmd)
 app.command("noise")(noise_command.noise_cmd)
+app.command("prune")(prune_command.prune_cmd)
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 import psutil
 
 from orchestrator.errors import MissingTool, UsageError
+from orchestrator.infra import log_cap
 
 OWNER_VAR = "BENCH_OWNER"
 _PR_SET_PDEATHSIG = 1
@@ -52,15 +53,18 @@ def spawn(argv: list[str], *, log_path: Path | None = None, cwd: Path | None = N
     """Start argv (never through a shell), output to log_path, pinned to cpus, in netns if given.
 
     The child's environment names its owner (BENCH_OWNER), so `bench clean` can tell a leftover of a
-    crashed orchestrator from a process a live run still uses.
+    crashed orchestrator from a process a live run still uses. Its log is kept under a size (log_cap.py).
     """
     env = {**(os.environ if env is None else env), OWNER_VAR: "infra-up" if outlive_parent else str(os.getpid())}
     out = open(log_path, "ab") if log_path else subprocess.DEVNULL
     try:
-        return subprocess.Popen(
+        popen = subprocess.Popen(
             in_netns(pinned(argv, cpus), netns), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
             stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             preexec_fn=None if outlive_parent else _die_with_parent)
+        if log_path:
+            log_cap.watch(popen, log_path)
+        return popen
     finally:
         if log_path:
             out.close()

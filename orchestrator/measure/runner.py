@@ -27,6 +27,7 @@ from orchestrator.infra import interrupts
 from orchestrator.infra.docker_engine import describe_remote
 from orchestrator.infra.hostinfo import git_commit, host_info, tool_version, tool_versions
 from orchestrator.infra.procs import log_tail
+from orchestrator.measure import disk_space
 from orchestrator.measure import rows as rows_mod
 from orchestrator.measure.calibrate import ensure_open_ceiling
 from orchestrator.measure.ceilings import ceilings
@@ -82,6 +83,7 @@ class Run:
                                 plan.profile.duration_s, plan.profile.resolution,
                                 lambda text: self.events.notice.fire(text=text, warning=False),
                                 plan.profile.rules.open_ceiling_needed(plan.profile))
+        disk_space.check(plan, environment.results_root)
         meta = store.meta() if (store.dir / "run.json").exists() else self._new_meta(argv, targets)
         todo = plan.todo(targets, store.done())
         failed = 0
