@@ -3,7 +3,6 @@ only: a real fixture JVM recorded by Flight Recorder on the redis scenario (its 
 database's too: backends.Infra.env), with a canary variable in the orchestrator's environment."""
 from __future__ import annotations
 
-import os
 import secrets
 import stat
 import subprocess
