@@ -4,6 +4,7 @@ runs, catalogs, stored results, this machine); this module only names them, so i
 shows the whole command line."""
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -53,6 +54,9 @@ app.command("prune")(prune_command.prune_cmd)
 def main() -> None:
     """Entry point: Typer handles usage errors (exit 2) and Ctrl-C; BenchError becomes one clear line."""
     interrupts.install()
+    # Every file and folder bench and its children make is its user's alone (runs are shared by hand:
+    # docs/security.md), a run's folder above all: its recordings and logs describe this machine.
+    os.umask(0o077)
     try:
         app()
     except BenchError as e:

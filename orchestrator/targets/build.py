@@ -15,6 +15,10 @@ from orchestrator.infra.procs import log_tail
 from orchestrator.targets.jdk import Jdk
 from orchestrator.targets.parity import VERSIONS_FILE, versions_command
 
+# What a build (or an image's bootstrap: images.py) makes, a container's own user reads: as readable as a
+# default umask makes it, whatever bench's own (077: cli/app.py).
+SHARED_UMASK = 0o022
+
 IGNORED_DIRS = {"target", "build", ".gradle", ".idea", "node_modules", "__pycache__"}
 # The build tool's own JVM (Maven, and kotlinc inside it with the daemon off) lives for seconds: C2
 # never pays back there. C1 alone and the serial collector built spring-mvc in 9.8-10.1 s against
@@ -88,7 +92,7 @@ def build(fw: Framework, jdk: Jdk, log_path: Path, force: bool = False) -> tuple
     try:
         with open(log_path, "wb") as log:
             rc = subprocess.run(list(fw.build_command), cwd=fw.path, env=env, stdin=subprocess.DEVNULL,
-                                stdout=log, stderr=subprocess.STDOUT).returncode
+                                stdout=log, stderr=subprocess.STDOUT, umask=SHARED_UMASK).returncode
     except FileNotFoundError as e:
         raise TargetFailed(f"build of {fw.name} failed: {e.filename} not found "
                            f"(install it, e.g. `apt-get install maven`)") from None

@@ -163,6 +163,7 @@ class DockerRuntime(Runtime):
                 os.chown(m.host, USER_ID, USER_ID)   # the container's user writes it
         container = run_container(
             self.images[fw.name], argv, cpus=spec.cpus, labels={**spec.labels, LABEL_OWNER: str(os.getpid())},
+            # the contract's variables alone (process.environment's reasons); the image gives PATH and the rest
             working_dir=APP_DIR, environment=spec.env, mem_limit=limit, memswap_limit=limit,
             volumes={str(m.host): {"bind": m.inside, "mode": "rw" if m.writable else "ro"} for m in spec.mounts},
             name=f"bench-{spec.labels.get(LABEL_RUN, 'x')}-{spec.target.slug}-{os.getpid()}")
