@@ -130,7 +130,7 @@ BAD_INPUT = [
     (["run", "-f", "fixture", "--port", "40000"], {}, "ephemeral port range"),
     (["run", "-f", "fixture", "--repeat", "0"], {}, "--repeat must be 1 or more"),
     (["run", "-f", "fixture", "--runtime", "vm"], {}, "unknown runtime 'vm'; valid: process, docker"),
-    (["run", "-f", "fixture", "-p", "soak"], {}, "unknown profile 'soak' (neither a shipped profile nor a .toml "
+    (["run", "-f", "fixture", "-p", "soak"], {}, "unknown profile 'soak' (neither a shipped profile nor a "
                                                  "file); valid: burst, capacity, ramp, rate, throughput"),
     (["run", "--preset", "fastest"], {},
      "unknown preset 'fastest'; valid: capacity-at-slo, cold-start-and-spike, cpu-and-io-bursts, cpu-yield, far-database"),

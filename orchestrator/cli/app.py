@@ -5,9 +5,11 @@ shows the whole command line."""
 from __future__ import annotations
 
 import sys
+import warnings
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from orchestrator.cli import catalog_commands, infra_commands, noise_command, report_commands, run_command, target_commands
 from orchestrator.errors import BenchError
@@ -44,11 +46,17 @@ app.command("noise")(noise_command.noise_cmd)
 def main() -> None:
     """Entry point: Typer handles usage errors (exit 2) and Ctrl-C; BenchError becomes one clear line."""
     interrupts.install()
+    warnings.showwarning = _warning_line
     try:
         app()
     except BenchError as e:
         Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False, soft_wrap=True)
         sys.exit(e.exit_code)
+
+
+def _warning_line(message, *_) -> None:
+    """A warning (a run folder or a framework folder skipped) as one line, without Python's source line."""
+    Console(stderr=True).print(f"[yellow]warning:[/] {escape(str(message))}", highlight=False, soft_wrap=True)
 
 
 if __name__ == "__main__":
