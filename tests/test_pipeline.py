@@ -24,9 +24,9 @@ def test_verify_passes_and_fails_with_clear_reasons():
     assert "[1/4] fixture:ok: ok (" in out and "[2/4] fixture:wrong-primes: FAILED (" in out   # each as it comes
     # the contract's one parameter rule: a sign is not ASCII digits, whatever Integer.parseInt accepts
     assert "fixture:lenient-params: verification failed: sleep: GET /sleep?ms=%2B5 gave 200, expected 400" in out
-    assert ('fixture:wrong-primes: verification failed: cpu: body {"n": 20000, "primes": 2263}, '
+    assert ('fixture:wrong-primes: verification failed: cpu: GET /cpu?n=20000: body {"n": 20000, "primes": 2263}, '
             'expected {"n": 20000, "primes": 2262}') in out
-    assert "fixture:wrong-thread: verification failed: plaintext: served by thread 'VirtualThread" in out
+    assert "fixture:wrong-thread: verification failed: plaintext: GET /plaintext: served by thread 'VirtualThread" in out
     assert "does not match the variant's thread model" in out
 
 
