@@ -199,10 +199,11 @@ class Catalog(dict):
         self.broken = broken
 
 
-def discover(root: Path = FRAMEWORKS_DIR) -> Catalog:
-    """Every folder below root that has a framework.toml, by name (those that do not load in `broken`)."""
+def discover(root: Path | None = None) -> Catalog:
+    """Every folder below root (default: FRAMEWORKS_DIR) that has a framework.toml, by name (those that do not
+    load in `broken`)."""
     frameworks, broken = {}, {}
-    for p in sorted(Path(root).glob("*/framework.toml")):
+    for p in sorted(Path(root or FRAMEWORKS_DIR).glob("*/framework.toml")):
         try:
             frameworks[p.parent.name] = load_manifest(p)
         except UsageError as e:

@@ -135,8 +135,9 @@ def _read_parquet(path: Path, schema: pa.Schema) -> pa.Table:
     try:
         return _with_schema(pq.read_table(path), schema)
     except (OSError, pa.ArrowException) as e:
-        first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise BadFile(path, f"not a readable Parquet file ({first_line})") from None
+        said = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        said = said.replace(f"Could not open Parquet input source '{path}': ", "")   # the path is said once
+        raise BadFile(path, f"not a readable Parquet file ({said})") from None
 
 
 def read_meta(run_dir: Path) -> dict:
