@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from orchestrator.cli import (
     catalog_commands,
@@ -57,11 +59,17 @@ def main() -> None:
     # Every file and folder bench and its children make is its user's alone (runs are shared by hand:
     # docs/security.md), a run's folder above all: its recordings and logs describe this machine.
     os.umask(0o077)
+    warnings.showwarning = _warning_line
     try:
         app()
     except BenchError as e:
         Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False, soft_wrap=True)
         sys.exit(e.exit_code)
+
+
+def _warning_line(message, *_) -> None:
+    """A warning (a run folder or a framework folder skipped) as one line, without Python's source line."""
+    Console(stderr=True).print(f"[yellow]warning:[/] {escape(str(message))}", highlight=False, soft_wrap=True)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from orchestrator.cli.common import (
     console,
 )
 from orchestrator.cli.results_table import print_results
-from orchestrator.cli.run_options import RunOptions
+from orchestrator.cli.run_options import RunOptions, resumed_plan
 from orchestrator.config.catalog import discover, resolve
 from orchestrator.config.plan import Plan
 from orchestrator.infra.hostinfo import host_info
@@ -96,7 +96,7 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
     catalog = discover()
     if resume:
         store = results.RunStore(results.find_run(resume, results_dir))
-        plan = Plan.from_dict(store.meta()["plan"])
+        plan = resumed_plan(store)
         console.print(f"resuming {store.run_id}: {len(store.rows)} rows already measured")
         runs = [(plan, store)]
     else:

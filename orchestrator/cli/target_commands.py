@@ -13,6 +13,7 @@ from typing import Optional
 
 import typer
 from rich import box
+from rich.console import Console
 from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
@@ -54,14 +55,20 @@ PARITY_COLUMN = 28   # the narrowest a target's column of `bench parity` stays r
 
 
 def list_targets() -> None:
-    """Every target (framework:variant) with its concurrency model."""
+    """Every target (framework:variant) with its concurrency model; a folder whose framework.toml does not
+    load is named in one line after them, and the command exits 2."""
+    catalog = discover()
     table = Table("target", "server", "scenarios", "concurrency model")
-    for fw in discover().values():
+    for fw in catalog.values():
         for v in fw.variants.values():
             table.add_row(f"{fw.name}:{v.name}" + (" *" if v.default else ""), fw.server,
                           ",".join(fw.scenarios), v.description)
     console.print(table)
     console.print("* the default variant")
+    for error in catalog.broken.values():
+        Console(stderr=True).print(f"[red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
+    if catalog.broken:
+        raise typer.Exit(UsageError.exit_code)
 
 
 def build(framework: Optional[str] = FrameworkOpt,
