@@ -111,9 +111,12 @@ def test_the_lock_is_released_when_its_holder_is_killed_and_names_a_holder_it_ca
 
 
 @pytest.mark.parametrize("make", [lambda p: p.symlink_to("/etc/hostname"), lambda p: os.mkfifo(p),
-                                  lambda p: p.mkdir()], ids=["symlink", "fifo", "folder"])
-def test_a_lock_path_that_is_not_a_plain_file_is_one_line_and_never_followed(lock, make):
-    make(lock)
+                                  lambda p: p.mkdir(), None], ids=["symlink", "fifo", "folder", "no-folder"])
+def test_a_lock_path_that_is_not_a_plain_file_is_one_line_and_never_followed(lock, make, monkeypatch):
+    if make:
+        make(lock)
+    else:
+        monkeypatch.setenv(run_lock.LOCK_VAR, str(lock / "missing" / "run.lock"))
     with pytest.raises(UsageError, match=str(lock)):
         run_lock.ensure_free()
     assert Path("/etc/hostname").read_text().strip()   # the symlink's target was not truncated

@@ -44,20 +44,11 @@ def lock_path() -> Path:
 
 
 def _open(path: Path) -> int:
-    """The lock file, created open to every local user. Never through a symlink (another user could
-    plant one in a shared folder to make a root bench truncate a file of its choosing), never a FIFO
-    or a device (opened without blocking, then refused)."""
-    flags = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    """The lock file, or UsageError. Never through a symlink (another user could plant one in a shared
+    folder to make a root bench truncate a file of its choosing), never a FIFO or a device (opened
+    without blocking, then refused)."""
     try:
-        fd = os.open(path, os.O_RDWR | flags)
-    except FileNotFoundError:
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | flags, 0o666)
-            os.fchmod(fd, 0o666)   # whatever the umask: another user's bench must be able to lock it too
-        except FileExistsError:   # another bench created it meanwhile
-            fd = os.open(path, os.O_RDWR | flags)
-    except PermissionError:
-        fd = os.open(path, os.O_RDONLY | flags)   # another user's file without write for us: lock only
+        fd = _open_or_create(path)
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise UsageError(f"the run lock {path} is a symbolic link: remove it (bench never follows one there)") from None
@@ -65,6 +56,23 @@ def _open(path: Path) -> int:
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise UsageError(f"the run lock {path} is not a regular file: remove it")
+    return fd
+
+
+def _open_or_create(path: Path) -> int:
+    """Open the lock file, or create it open to every local user."""
+    flags = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        return os.open(path, os.O_RDWR | flags)
+    except PermissionError:
+        return os.open(path, os.O_RDONLY | flags)   # another user's file without write for us: lock only
+    except FileNotFoundError:
+        pass
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | flags, 0o666)
+    except FileExistsError:   # another bench created it meanwhile
+        return os.open(path, os.O_RDWR | flags)
+    os.fchmod(fd, 0o666)   # whatever the umask: another user's bench must be able to lock it too
     return fd
 
 
