@@ -125,6 +125,9 @@ def held(run_id: str | None = None):
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         _refuse(fd, path)
+    except OSError as e:   # a file system without flock
+        os.close(fd)
+        raise UsageError(f"cannot lock the run lock {path}: {e.strerror}") from None
     info = {"pid": os.getpid(), "run_id": run_id, "command": " ".join(["bench", *sys.argv[1:]])[:300],
             "checkout": str(REPO_ROOT), "since": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
     _held.update(fd=fd, info=info)
