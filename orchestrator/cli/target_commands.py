@@ -43,7 +43,7 @@ from orchestrator.config.catalog import discover
 from orchestrator.config.plan import Settings, pool_env
 from orchestrator.errors import UsageError
 from orchestrator.infra import backends as infra_mod
-from orchestrator.infra import interrupts
+from orchestrator.infra import interrupts, run_lock
 from orchestrator.infra.procs import ensure_port_free
 from orchestrator.report import parity_table
 from orchestrator.results import store as results
@@ -137,6 +137,7 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
                          start_timeout, db_pool_size, redis_pool_size)
     targets = select_targets(framework, variant)
     logs = RESULTS_DIR / "verify" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    run_lock.ensure_free()   # it starts targets and servers: not beside a run
     environment = Environment(settings, logs, console)
     environment.check_ports(targets, shared_infra=infra_mod.load_state() is not None)
     # the smoke starts each next target beside the load on the one before (smoke.in_turn)

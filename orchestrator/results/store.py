@@ -11,8 +11,11 @@ naming it; listing the runs skips a folder whose run.json does not read, with a 
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+import tempfile
 import warnings
 from functools import cache
 from pathlib import Path
@@ -58,12 +61,34 @@ def machine_key(host: dict) -> str:
 
 
 def atomic_write(path: Path, write) -> None:
-    """Write through a temporary file, fsync, rename: a reader or a crash sees old or new, never half."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    write(tmp)
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """Write through a temporary file, fsync, rename: a reader or a crash sees old or new, never half.
+    The temporary name is unique (mkstemp, mode 0600, in the same folder so the rename is atomic): two
+    writers never write into each other's file, and a crash's leftover is never reused."""
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        write(tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def updating(path: Path):
+    """Hold an exclusive lock on path (a lock file beside it, `.NAME.lock`) for a read-modify-write of a
+    file kept across runs (calibration.json, noise-floor.json): a second writer waits, then reads what
+    the first wrote, rather than both reading the old file and the last rename losing the other's entry."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 class RunStore:
@@ -86,6 +111,12 @@ class RunStore:
     def create(self, meta: dict) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
         self.write_meta(meta)
+
+    def discard_if_empty(self) -> None:
+        """Remove the folder of a run that stopped before it wrote anything (a busy port, a missing tool)."""
+        for d in (self.logs, self.dir):
+            with contextlib.suppress(OSError):
+                d.rmdir()   # only ever an empty folder
 
     def meta(self) -> dict:
         return read_meta(self.dir)
@@ -152,8 +183,19 @@ def read_meta(run_dir: Path) -> dict:
     return meta
 
 
-def new_run_id(now) -> str:
-    return now.strftime("%Y%m%d-%H%M%S")
+def new_run_dir(now, root: Path = RESULTS_DIR) -> Path:
+    """A new run's folder, made now (0700): the id of its start time, or with -2, -3... when a folder of
+    that second exists. mkdir without exist_ok, so a folder is never shared or reused, even by two
+    commands that start in the same second."""
+    Path(root).mkdir(parents=True, exist_ok=True)
+    run_id, n = now.strftime("%Y%m%d-%H%M%S"), 1
+    while True:
+        d = Path(root) / (run_id if n == 1 else f"{run_id}-{n}")
+        try:
+            d.mkdir(mode=0o700)
+            return d
+        except FileExistsError:
+            n += 1
 
 
 def run_dirs(root: Path = RESULTS_DIR) -> list[Path]:
