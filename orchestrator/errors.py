@@ -28,6 +28,15 @@ class ManifestError(UsageError):
         self.field = field
 
 
+class BadFile(UsageError):
+    """A file that is not what its name says: a folder, a FIFO or a device, binary, not UTF-8, truncated, not
+    valid JSON or Parquet. One type for every such file, so that a notebook catches one error."""
+
+    def __init__(self, path, problem: str):
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+
+
 class TargetFailed(Exception):
     """A target could not be built, started or verified; its cells are stored as failed."""
 

@@ -1,6 +1,7 @@
 """Shared test helpers. Everything is real: JVMs, Redis, MariaDB, wrk."""
 from __future__ import annotations
 
+import glob
 import os
 import subprocess
 import sys
@@ -39,6 +40,20 @@ def owned_by(pid: int) -> list[psutil.Process]:
     """Processes that bench process `pid` started (the orchestrator's own notion, as `bench clean` uses)."""
     from orchestrator.infra.cleanup import owned_by as owned
     return owned(pid)
+
+
+def work_dirs_of(pid: int, pattern: str = "bench-infra-*") -> list[str]:
+    """Temporary folders (infrastructure data, calibration) whose owner file names bench process `pid`."""
+    from orchestrator.infra.procs import Owner
+    found = []
+    for d in glob.glob(f"/tmp/{pattern}"):
+        try:
+            owner = Owner.parse(Path(d, "owner").read_text())
+        except OSError:
+            continue
+        if owner is not None and owner.pid == str(pid):
+            found.append(d)
+    return found
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import socket
 
 import psutil
 import pytest
-from conftest import bench, owned, start_bench, wait_for
+from conftest import bench, owned, start_bench, wait_for, work_dirs_of
 
 from orchestrator.infra.hostinfo import host_info
 from orchestrator.measure import calibrate, ceilings
@@ -84,7 +84,7 @@ def test_a_killed_calibration_leaves_nothing_after_bench_clean(results_dir):
     run = start_bench("calibrate", "--duration", "5s", "--generators", "wrk", "--port", str(int(PORT) + 2),
                       "--results-dir", str(results_dir))
     wait_for(lambda: owned(run.pid, "wrk"), 120, "the calibration's load")
-    work = [d for d in glob.glob("/tmp/bench-calibrate-*") if open(f"{d}/owner").read().strip() == str(run.pid)]
+    work = work_dirs_of(run.pid, "bench-calibrate-*")
     assert len(work) == 1
     run.send_signal(signal.SIGKILL)
     run.wait(timeout=30)

@@ -7,6 +7,7 @@ from orchestrator.config import presets
 from orchestrator.config.catalog import discover
 from orchestrator.errors import ManifestError
 from orchestrator.results import claims
+from orchestrator.results.store import COLUMNS
 
 CLAIM = {"claim": "The 200 workers queue the sleeps.", "target": "spring-mvc:platform", "scenario": "sleep",
          "figure": "latency_mean_ms", "evidence": "asleep", "holds": ">= 190"}
@@ -18,32 +19,36 @@ def rows(sleep_ms: list[float]) -> pd.DataFrame:
                          for i, ms in enumerate(sleep_ms)])
 
 
+def said(df: pd.DataFrame, told: list[dict]) -> list[str]:
+    return [claims.sentence(row) for row in claims.judged(df, told)]
+
+
 def test_a_claim_holds_when_the_median_evidence_meets_its_condition():
     # 199.7 and 200.0 threads asleep on average: the thread-pool explanation holds
-    (text,) = claims.sentences(rows([998_500.0, 1_000_000.0, 400_000.0]), [CLAIM])
+    (text,) = said(rows([998_500.0, 1_000_000.0, 400_000.0]), [CLAIM])
     assert text.startswith("The 200 workers queue the sleeps. Here: spring-mvc:platform on sleep at concurrency 1000")
     assert "latency_mean_ms 501.0" in text and "199.7" in text and "the explanation holds (3 repeat(s))" in text
-    (text,) = claims.sentences(rows([400_000.0]), [CLAIM])
+    (text,) = said(rows([400_000.0]), [CLAIM])
     assert "80.0" in text and "does not hold" in text
 
 
 def test_without_evidence_a_claim_says_so_rather_than_judging():
-    (text,) = claims.sentences(rows([float("nan")]), [CLAIM])   # null, as a row without --jfr loads
+    (text,) = said(rows([float("nan")]), [CLAIM])   # null, as a row without --jfr loads
     assert "no evidence recorded" in text and "explanation holds" not in text and "does not hold" not in text
-    (text,) = claims.sentences(rows([1.0]).assign(scenario="json"), [CLAIM])
+    (text,) = said(rows([1.0]).assign(scenario="json"), [CLAIM])
     assert "was not measured" in text
     # a claim about 2,000 connections is not judged on a run that measured 1,000
-    (text,) = claims.sentences(rows([1_000_000.0]), [{**CLAIM, "level": 2000}])
-    assert text.endswith("on sleep at concurrency 2000 was not measured.")
+    (text,) = said(rows([1_000_000.0]), [{**CLAIM, "level": 2000}])
+    assert text.endswith("on sleep at concurrency 2000 was not measured: not measured.")
 
 
 def test_a_flagged_repeat_is_shown_but_never_judged_on():
     # the third repeat's generator CPU was busy: its 80 threads asleep do not count against the claim
     df = rows([998_500.0, 1_000_000.0, 400_000.0]).assign(check_flags=["", "", "loadgen-cpus-busy"])
-    (text,) = claims.sentences(df, [CLAIM])
+    (text,) = said(df, [CLAIM])
     assert "latency_mean_ms 500.5" in text and "199.8 (it needs" in text   # the medians of the two clean ones
     assert "the explanation holds (2 repeat(s); 1 flagged left out)" in text
-    (text,) = claims.sentences(rows([1_000_000.0]).assign(check_flags="not-steady"), [CLAIM])
+    (text,) = said(rows([1_000_000.0]).assign(check_flags="not-steady"), [CLAIM])
     assert "not judged: every repeat was flagged (not-steady)" in text and "holds" not in text
 
 
@@ -71,5 +76,119 @@ def test_a_preset_claim_about_an_unmeasured_cell_is_one_error(tmp_path, monkeypa
         'target = "spring-webflux:reactive"\nscenario = "cpu"', 'target = "spring-webflux:reactive"\nscenario = "redis"')
     (tmp_path / "bad.toml").write_text(text)
     monkeypatch.setattr(presets, "PRESETS_DIR", tmp_path)
-    with pytest.raises(ManifestError, match=r"claims\[0\].*not among the preset's cells"):
+    with pytest.raises(ManifestError, match=r"claims\[3\].*not among the preset's cells"):
         presets.load("bad", discover())
+
+
+def cell(target: str, figures, metric: str = "rps", level: int = 500, flags="", scenario: str = "redis"):
+    """Made-up repeats of one cell (one row each), in the result columns."""
+    flags = flags if isinstance(flags, list) else [flags] * len(figures)
+    return pd.DataFrame([{"run_id": "made-up", "target": target, "scenario": scenario, "concurrency": level,
+                          "repeat": i + 1, "status": "ok", "reason": "", "check_flags": f, metric: v,
+                          "requests": 10_000, "server_cpu_s": 1.0} for i, (v, f) in enumerate(zip(figures, flags))]
+                        ).reindex(columns=COLUMNS)
+
+
+ORDER = {"form": "order", "claim": "Study 002: Quarkus 56.2k > Ktor 52.5k > WebFlux 39.1k req/s.", "scenario": "redis",
+         "metric": "rps", "targets": ["quarkus:reactive", "ktor:coroutines", "spring-webflux:reactive"],
+         "study": [56_200, 52_500, 39_100], "differs": "The study: 2 CPUs a server; here 1."}
+
+
+def judged(*frames, claim=ORDER) -> dict:
+    (row,) = claims.judged(pd.concat(frames), [claim])
+    return row
+
+
+def test_an_order_holds_when_each_adjacent_pair_is_decided_the_study_s_way():
+    row = judged(cell("quarkus:reactive", [30_000, 30_300, 29_800]), cell("ktor:coroutines", [25_000, 25_200, 24_900]),
+                 cell("spring-webflux:reactive", [10_000, 10_100, 9_900]))
+    assert row["verdict"] == "holds" and row["differs"] == "The study: 2 CPUs a server; here 1."
+    assert row["here"].startswith("redis at concurrency 500: quarkus:reactive 30,000 req/s (29,800-30,300, 3 of 3)")
+    assert "quarkus:reactive ahead of ktor:coroutines: ×1.20 here (95% CI ×1." in row["evidence"]
+    assert "the study ×1.07" in row["evidence"]
+
+
+def test_an_order_with_one_pair_reversed_beyond_the_noise_does_not_hold_and_names_it():
+    row = judged(cell("quarkus:reactive", [25_000, 25_200, 24_900]), cell("ktor:coroutines", [30_000, 30_300, 29_800]),
+                 cell("spring-webflux:reactive", [10_000, 10_100, 9_900]))
+    assert row["verdict"] == "does not hold: quarkus:reactive ahead of ktor:coroutines"
+
+
+def test_a_pair_within_the_noise_leaves_the_order_untold_with_the_repeats_it_needs():
+    # 11 % noise a repeat (this machine's), 5 % apart: 3 + 3 repeats cannot tell
+    row = judged(cell("quarkus:reactive", [30_000 * f for f in (0.88, 1.0, 1.12)]),
+                 cell("ktor:coroutines", [28_500 * f for f in (0.89, 1.0, 1.11)]),
+                 cell("spring-webflux:reactive", [10_000, 10_100, 9_900]))
+    assert row["verdict"].startswith("cannot tell at these repeats: quarkus:reactive ahead of ktor:coroutines: "
+                                     "within noise (a lead of 5% needs ")
+    assert int(row["verdict"].split("needs ")[1].split(" ")[0]) > 3
+    # a target not measured leaves it untold too, and says so
+    row = judged(cell("quarkus:reactive", [30_000, 30_300, 29_800]), cell("ktor:coroutines", [25_000, 25_200, 24_900]))
+    assert "spring-webflux:reactive not measured" in row["here"] and row["verdict"].startswith("cannot tell")
+
+
+def test_a_slowed_cell_counts_where_its_bias_cannot_have_made_the_pair():
+    fast, slow = [30_000, 30_300, 29_800], [25_000, 25_200, 24_900]
+    webflux = cell("spring-webflux:reactive", [10_000, 10_100, 9_900])
+    # the leader's generator was busy: its throughput is at least what it shows, and it still leads
+    assert judged(cell("quarkus:reactive", fast, flags="loadgen-cpus-busy"), cell("ktor:coroutines", slow),
+                  webflux)["verdict"] == "holds"
+    # the runner-up's was: it may have been as fast, so that pair is withheld
+    row = judged(cell("quarkus:reactive", fast), cell("ktor:coroutines", slow, flags="loadgen-cpus-busy"), webflux)
+    assert row["verdict"] == ("cannot tell at these repeats: quarkus:reactive ahead of ktor:coroutines: withheld "
+                              "(flagged loadgen-cpus-busy)")
+    # a flag of unknown direction withholds on either side
+    row = judged(cell("quarkus:reactive", fast, flags="littles-law"), cell("ktor:coroutines", slow), webflux)
+    assert "withheld (flagged littles-law)" in row["verdict"]
+    # against the study, a slowed leader proves nothing: the slowed side might have been ahead
+    row = judged(cell("quarkus:reactive", slow, flags="host-steal"), cell("ktor:coroutines", fast), webflux)
+    assert row["verdict"].startswith("cannot tell") and "withheld (flagged host-steal)" in row["verdict"]
+
+
+TREND = {"form": "trend", "claim": "Study 001: MVC mean 256 / 496 / 941 ms at 500 / 1,000 / 2,000 connections.",
+         "target": "spring-mvc:platform", "scenario": "sleep", "metric": "latency_mean_ms", "levels": [500, 1000, 2000],
+         "study": [256, 496, 941], "shape": "linear"}
+
+
+def test_a_linear_trend_holds_in_proportion_to_the_load_and_not_when_it_only_grows():
+    def mvc(means):
+        return pd.concat(cell("spring-mvc:platform", [m * 0.99, m, m * 1.01], "latency_mean_ms", lv, scenario="sleep")
+                         for m, lv in zip(means, (500, 1000, 2000)))
+    row = judged(mvc([255, 505, 1010]), claim=TREND)
+    assert row["verdict"] == "holds"
+    assert "spring-mvc:platform at concurrency 1000 above spring-mvc:platform at concurrency 500: ×1.98 here" in \
+        row["evidence"] and "levels ×2" in row["evidence"] and "the study ×1.94" in row["evidence"]
+    row = judged(mvc([255, 300, 350]), claim=TREND)
+    assert row["verdict"].startswith("does not hold: spring-mvc:platform at concurrency 1000 above spring-mvc:platform "
+                                     "at concurrency 500 (not in proportion to the levels)")
+    assert judged(mvc([255, 300, 350]), claim={**TREND, "shape": "grows"})["verdict"] == "holds"
+    assert judged(mvc([255, 200, 350]), claim={**TREND, "shape": "grows"})["verdict"].startswith("does not hold")
+
+
+@pytest.mark.parametrize("change, problem", [
+    ({"form": "ranking"}, "form 'ranking' is not one of explanation, order, lead, trend"),
+    ({"targets": ["quarkus:reactive"]}, "targets must list two or more"),
+    ({"study": [1, 2]}, "study must list the study's figure for each of the 3 targets"),
+    ({"metric": "server_cpu_pct"}, "metric 'server_cpu_pct' is not one of"),
+    ({"shape": "linear"}, "unknown field(s) shape"),
+])
+def test_a_malformed_order_is_named(change, problem):
+    assert problem in claims.check({**ORDER, **change})
+
+
+def test_a_lead_holds_when_each_leader_is_ahead_of_each_target_it_leads():
+    # study 001 at 2,000 connections: Netty + virtual threads the lowest mean of the Tomcat variants
+    lead = {"form": "lead", "claim": "Netty + VT the most stable (145 ms at 2,000).", "scenario": "sleep",
+            "metric": "latency_mean_ms", "targets": ["spring-webflux:virtual"],
+            "over": ["spring-mvc:virtual", "spring-mvc:coroutines"], "study": [144.55, 333.35, 323.72], "level": 2000}
+
+    def at(target, mean):
+        return cell(target, [mean * 0.98, mean, mean * 1.02], "latency_mean_ms", 2000, scenario="sleep")
+    row = judged(at("spring-webflux:virtual", 120), at("spring-mvc:virtual", 300), at("spring-mvc:coroutines", 280),
+                 claim=lead)
+    assert row["verdict"] == "holds" and row["here"].startswith("sleep at concurrency 2000: spring-webflux:virtual 120 ms")
+    assert "spring-webflux:virtual ahead of spring-mvc:virtual: ×2.50 here" in row["evidence"]
+    assert "the study ×2.31" in row["evidence"]
+    row = judged(at("spring-webflux:virtual", 120), at("spring-mvc:virtual", 300), at("spring-mvc:coroutines", 100),
+                 claim=lead)
+    assert row["verdict"] == "does not hold: spring-webflux:virtual ahead of spring-mvc:coroutines"

@@ -98,7 +98,7 @@ def test_bench_compare_of_the_sample_with_itself_finds_no_regression():
 
 def test_holm_adjusts_the_smallest_p_by_the_number_of_tests_and_keeps_the_order():
     p = pd.Series([0.01, 0.04, 0.03, np.nan])
-    assert compare.holm(p).tolist()[:3] == pytest.approx([0.03, 0.06, 0.06]) and math.isnan(compare.holm(p)[3])
+    assert judge.holm(p).tolist()[:3] == pytest.approx([0.03, 0.06, 0.06]) and math.isnan(judge.holm(p)[3])
 
 
 def test_a_marginal_p_is_not_significant_among_many_cells():
@@ -195,6 +195,16 @@ def test_a_baseline_the_host_slowed_still_shows_a_regression_and_a_slowed_b_does
     slowed_b = b.assign(check_flags=["host-steal", "", "", "", ""])
     assert compare.regressions(compare.compare_runs(a, slowed_b), pct=10).empty
     assert compare.regressions(compare.compare_runs(a.assign(check_flags="littles-law"), b), pct=10).empty
+    # a busy generator on A only slowed it too: the regression stands, at least as large
+    busy_a = a.assign(check_flags=["", "loadgen-cpus-busy", "", "", ""])
+    cmp = compare.compare_runs(busy_a, b)
+    assert list(compare.regressions(cmp, pct=10)["metric"]) == ["rps", "latency_p99_ms"]
+    assert set(cmp.loc[cmp["verdict"] == "worse", "bound"]) == {"at least"}
+    # on B it has no measured size, unlike steal: withheld
+    assert compare.regressions(compare.compare_runs(a, b.assign(check_flags="loadgen-cpus-busy")), pct=10).empty
+    # B better though its generator was busy: better by at least that
+    cmp = compare.compare_runs(b, a.assign(check_flags="loadgen-cpus-busy"))
+    assert (one(cmp)["verdict"], one(cmp)["bound"]) == ("better", "at least")
 
 
 def test_a_slowed_b_is_a_regression_when_its_stolen_time_cannot_explain_the_loss():

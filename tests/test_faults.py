@@ -2,7 +2,6 @@
 failed with a reason a person understands, finished cells stay, and nothing is left running."""
 from __future__ import annotations
 
-import glob
 import os
 import signal
 import socket
@@ -10,7 +9,7 @@ import socket
 import pandas as pd
 import psutil
 import pytest
-from conftest import PORTS, bench, owned, owned_by, start_bench, wait_for
+from conftest import PORTS, bench, owned, owned_by, start_bench, wait_for, work_dirs_of
 
 from orchestrator.results import store as results
 
@@ -25,8 +24,7 @@ def rows(results_dir) -> pd.DataFrame:
 
 def nothing_left(pid: int) -> None:
     wait_for(lambda: not owned_by(pid), 30, "the run's processes to stop")
-    leftovers = [d for d in glob.glob("/tmp/bench-infra-*")
-                 if os.path.exists(f"{d}/owner") and open(f"{d}/owner").read().strip() == str(pid)]
+    leftovers = work_dirs_of(pid)
     assert not leftovers, leftovers
 
 
@@ -111,8 +109,7 @@ def test_orchestrator_sigkilled_then_resumed(results_dir):
     assert (df.set_index(["scenario", "concurrency"]).loc[kept.set_index(["scenario", "concurrency"]).index,
                                                          "requests"].values == kept["requests"].values).all()
     # the resumed run removed the killed run's infrastructure data directory
-    assert not [d for d in glob.glob("/tmp/bench-infra-*")
-                if os.path.exists(f"{d}/owner") and open(f"{d}/owner").read().strip() == str(run.pid)]
+    assert not work_dirs_of(run.pid)
 
 
 def test_a_port_taken_before_the_run_is_named(results_dir):

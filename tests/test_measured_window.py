@@ -89,7 +89,7 @@ def test_pacer_reads_the_heavy_tail_of_known_shape_from_each_intended_send_time(
     of its own, so nothing queues behind it): 5 % of the latencies are 200 ms, the rest fast."""
     load(fixture_server, TAIL, tmp_path, driver="pacer", rate=200, concurrency=100, duration_s=1)   # the JIT's first pass
     r = load(fixture_server, TAIL, tmp_path, driver="pacer", rate=200, concurrency=100, duration_s=4)
-    records = read_records(tmp_path / "pacer-tail-r200.records")
+    records = read_records(tmp_path / "pacer-tail-r200.records.parquet")
     slow = (records["latency_ns"] >= 200e6).mean()
     assert r.requests == 800 and r.dropped == 0 and not r.errors, r
     assert 0.045 <= slow <= 0.055, slow                     # the shape, request by request

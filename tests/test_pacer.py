@@ -91,7 +91,7 @@ def pace(tmp_path, port, rate=200, duration_s=1.0, concurrency=16, scenario=None
     scenario = scenario or Scenario("t", "GET", "/t", 200, "text/plain")
     spec = LoadSpec(port=port, scenario=scenario, concurrency=concurrency, duration_s=duration_s, cpus="0",
                     timeout_s=timeout_s, out_dir=tmp_path, rate=rate, then=then)
-    return get("pacer").run(spec), read_records(tmp_path / f"pacer-{spec.stem}.records")
+    return get("pacer").run(spec), read_records(tmp_path / f"pacer-{spec.stem}.records.parquet")
 
 
 def on_time(r, steal_since_start) -> bool:

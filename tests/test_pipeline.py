@@ -24,9 +24,9 @@ def test_verify_passes_and_fails_with_clear_reasons():
     assert "[1/4] fixture:ok: ok (" in out and "[2/4] fixture:wrong-primes: FAILED (" in out   # each as it comes
     # the contract's one parameter rule: a sign is not ASCII digits, whatever Integer.parseInt accepts
     assert "fixture:lenient-params: verification failed: sleep: GET /sleep?ms=%2B5 gave 200, expected 400" in out
-    assert ('fixture:wrong-primes: verification failed: cpu: body {"n": 20000, "primes": 2263}, '
+    assert ('fixture:wrong-primes: verification failed: cpu: GET /cpu?n=20000: body {"n": 20000, "primes": 2263}, '
             'expected {"n": 20000, "primes": 2262}') in out
-    assert "fixture:wrong-thread: verification failed: plaintext: served by thread 'VirtualThread" in out
+    assert "fixture:wrong-thread: verification failed: plaintext: GET /plaintext: served by thread 'VirtualThread" in out
     assert "does not match the variant's thread model" in out
 
 
@@ -130,7 +130,7 @@ BAD_INPUT = [
     (["run", "-f", "fixture", "--port", "40000"], {}, "ephemeral port range"),
     (["run", "-f", "fixture", "--repeat", "0"], {}, "--repeat must be 1 or more"),
     (["run", "-f", "fixture", "--runtime", "vm"], {}, "unknown runtime 'vm'; valid: process, docker"),
-    (["run", "-f", "fixture", "-p", "soak"], {}, "unknown profile 'soak' (neither a shipped profile nor a .toml "
+    (["run", "-f", "fixture", "-p", "soak"], {}, "unknown profile 'soak' (neither a shipped profile nor a "
                                                  "file); valid: burst, capacity, ramp, rate, throughput"),
     (["run", "--preset", "fastest"], {},
      "unknown preset 'fastest'; valid: capacity-at-slo, cold-start-and-spike, cpu-and-io-bursts, cpu-yield, far-database"),

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import json
-import warnings
 
 import pandas as pd
 import pytest
 from conftest import ROOT
 
+from orchestrator.errors import BadFile
 from orchestrator.results import store as results
 
 
@@ -57,16 +57,14 @@ def test_load_many_runs_and_the_newest(tmp_path):
     assert results.load_meta(root=tmp_path)["run_id"] == "run2"
 
 
-def test_a_corrupt_parquet_file_is_skipped_with_a_warning(tmp_path):
+def test_a_corrupt_parquet_file_raises_one_error_naming_it(tmp_path):
     make_run(tmp_path, "run1", [row()])
     bad = make_run(tmp_path, "run2", [row()])
     data = (bad.dir / results.MEASUREMENTS).read_bytes()
     (bad.dir / results.MEASUREMENTS).write_bytes(data[: len(data) // 2])
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        df = results.load(["run1", "run2"], root=tmp_path)
-    assert len(df) == 1
-    assert any("run2" in str(w.message) for w in caught)
+    with pytest.raises(BadFile, match=r"run2/measurements.parquet: not a readable Parquet file"):
+        results.load(["run1", "run2"], root=tmp_path)
+    assert len(results.load("run1", root=tmp_path)) == 1
 
 
 def test_unknown_run_lists_the_runs(tmp_path):

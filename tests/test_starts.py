@@ -115,7 +115,7 @@ def test_a_claim_is_judged_in_each_mode_of_its_target():
                        _row("a:x+cold", 1, 400.0, jfr_platform_threads_busy=220)])
     claim = {"claim": "It uses many threads.", "target": "a:x", "scenario": "cpu", "figure": "rps",
              "evidence": "threads-on-cpu", "holds": ">= 100"}
-    said = claims.sentences(df, [claim])
+    said = [claims.sentence(row) for row in claims.judged(df, [claim])]
     assert [s.split(" Here: ")[1].split(" on ")[0] for s in said] == ["a:x", "a:x+cold"]
 
 

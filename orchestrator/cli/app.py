@@ -4,12 +4,23 @@ runs, catalogs, stored results, this machine); this module only names them, so i
 shows the whole command line."""
 from __future__ import annotations
 
+import os
 import sys
+import warnings
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-from orchestrator.cli import catalog_commands, infra_commands, noise_command, report_commands, run_command, target_commands
+from orchestrator.cli import (
+    catalog_commands,
+    infra_commands,
+    noise_command,
+    prune_command,
+    report_commands,
+    run_command,
+    target_commands,
+)
 from orchestrator.errors import BenchError
 from orchestrator.infra import interrupts
 
@@ -39,16 +50,26 @@ app.command("calibrate")(infra_commands.calibrate_cmd)
 app.command("report")(report_commands.report_cmd)
 app.command("compare")(report_commands.compare_cmd)
 app.command("noise")(noise_command.noise_cmd)
+app.command("prune")(prune_command.prune_cmd)
 
 
 def main() -> None:
     """Entry point: Typer handles usage errors (exit 2) and Ctrl-C; BenchError becomes one clear line."""
     interrupts.install()
+    # Every file and folder bench and its children make is its user's alone (runs are shared by hand:
+    # docs/security.md), a run's folder above all: its recordings and logs describe this machine.
+    os.umask(0o077)
+    warnings.showwarning = _warning_line
     try:
         app()
     except BenchError as e:
         Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False, soft_wrap=True)
         sys.exit(e.exit_code)
+
+
+def _warning_line(message, *_) -> None:
+    """A warning (a run folder or a framework folder skipped) as one line, without Python's source line."""
+    Console(stderr=True).print(f"[yellow]warning:[/] {escape(str(message))}", highlight=False, soft_wrap=True)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from orchestrator.config import topology as topology_mod
 from orchestrator.config.catalog import discover, select
 from orchestrator.config.objective import parse_slo
 from orchestrator.config.plan import Settings
-from orchestrator.errors import UsageError
+from orchestrator.errors import BadFile, UsageError
 from orchestrator.infra.docker_engine import remote_address
 from orchestrator.targets.runtimes import RUNTIMES
 
@@ -113,6 +113,8 @@ def override_profile(prof: profiles.Profile, concurrency, rate, requests, worker
 
 
 def check_writable(root: Path) -> None:
+    if root.exists() and not root.is_dir():
+        raise BadFile(root, "not a folder (--results-dir names the folder that run folders go in)")
     try:
         root.mkdir(parents=True, exist_ok=True)
         probe = root / ".write-test"

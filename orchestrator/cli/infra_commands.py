@@ -26,7 +26,7 @@ from orchestrator.config import options
 from orchestrator.drivers import locust_worker
 from orchestrator.errors import UsageError
 from orchestrator.infra import backends as infra_mod
-from orchestrator.infra import interrupts
+from orchestrator.infra import interrupts, run_lock
 from orchestrator.infra.cleanup import clean_leftovers
 from orchestrator.infra.docker_engine import remote_address
 from orchestrator.measure import calibrate
@@ -40,6 +40,7 @@ def infra_up(loadgen_cpus: str = LoadgenCpus, redis_port: int = RedisPortOpt, db
     if infra_mod.load_state():
         console.print("infrastructure is already up (`bench infra status`)")
         return
+    run_lock.ensure_free()
     settings = parse_settings("1", loadgen_cpus, "512m", 8080, redis_port, db_port, runtime, "1g", offline)
     images = {}
     if runtime == "docker":
@@ -111,10 +112,13 @@ def locust_worker_cmd(
 
 
 def clean() -> None:
-    """Remove what crashed runs left: infrastructure, temporary data directories, stray processes."""
-    removed = clean_leftovers()
+    """Remove what crashed runs of this checkout left: infrastructure, temporary data directories, stray
+    processes; other checkouts' are left alone."""
+    removed, left = clean_leftovers()
     for r in removed:
         console.print(f"removed {r}")
+    for r in left:
+        console.print(f"left alone: {r}")
     console.print(f"{len(removed)} leftovers removed")
 
 
@@ -125,5 +129,7 @@ def calibrate_cmd(server_cpus: Optional[str] = ServerCpus, loadgen_cpus: Optiona
                   port: int = typer.Option(18080, "--port", help="Port of the calibration nginx."),
                   results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir")) -> None:
     """Each load generator's ceiling on this machine, against nginx; stored in calibration.json."""
-    if not calibrate.command(server_cpus, loadgen_cpus, duration, generators, port, results_dir, console):
+    with run_lock.held():
+        calibrated = calibrate.command(server_cpus, loadgen_cpus, duration, generators, port, results_dir, console)
+    if not calibrated:
         raise typer.Exit(1)

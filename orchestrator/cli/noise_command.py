@@ -14,6 +14,7 @@ from orchestrator.config.catalog import discover, resolve
 from orchestrator.config.plan import Plan
 from orchestrator.config.scenarios import SCENARIOS, parse_list
 from orchestrator.errors import UsageError
+from orchestrator.infra import run_lock
 from orchestrator.measure import runner
 from orchestrator.results import store as results
 from orchestrator.results.noise import FLOOR_FILE, describe, record
@@ -49,13 +50,14 @@ def noise_cmd(framework: str = typer.Option(..., "--framework", "-f", help="The 
         raise UsageError(f"{target.id} does not serve {scenario} "
                          f"(it serves {', '.join(target.framework.scenarios)})")
     cli.check_writable(results_dir)
-    store = runner.new_store(root=results_dir)
-    cli.console.print(f"noise: {target.id} on {scenario} at {concurrency} connections, {repeat} fresh JVMs, "
-                      f"{prof.duration_s:g} s windows")
-    if runner.execute(plan, store, cli.console):
-        cli.console.print(f"[red]failed repeats in run {store.run_id}: no noise floor stored[/]")
-        raise typer.Exit(1)
-    e = record(results.load(store.dir), store.meta(), results_dir)
+    with run_lock.held():
+        store = runner.new_store(root=results_dir)
+        cli.console.print(f"noise: {target.id} on {scenario} at {concurrency} connections, {repeat} fresh JVMs, "
+                          f"{prof.duration_s:g} s windows")
+        if runner.execute(plan, store, cli.console):
+            cli.console.print(f"[red]failed repeats in run {store.run_id}: no noise floor stored[/]")
+            raise typer.Exit(1)
+        e = record(results.load(store.dir), store.meta(), results_dir)
     cli.console.print(f"noise floor of {machine_key(e)}: {describe(e)}" +
                       (f"; {e['flagged']} flagged repeat(s) included" if e["flagged"] else ""), soft_wrap=True)
     cli.console.print("CV per metric: " + ", ".join(f"{m} {100 * c:.1f}%" for m, c in e["cv"].items()) +

@@ -79,7 +79,7 @@ def compare_cmd(run_a: str = typer.Argument(..., help="The baseline run."),
                   pad_edge=False)
     for _, r in cmp.iterrows():
         style = VERDICT_STYLE[r["verdict"]]
-        verdict = r["note"] if r["verdict"] in ("?", "broke") else r["verdict"]
+        verdict = r["note"] if r["verdict"] in ("?", "broke") else f"{r['bound']} {r['verdict']}".strip()
         table.add_row(r["scenario"], r["target"], f"{r[x]:g}", r["metric"],
                       _side(r["a_median"], r["a_spread_pct"], r["a_n"]),
                       _side(r["b_median"], r["b_spread_pct"], r["b_n"]),

@@ -29,9 +29,10 @@ from orchestrator.cli.common import (
     console,
 )
 from orchestrator.cli.results_table import print_results
-from orchestrator.cli.run_options import RunOptions
+from orchestrator.cli.run_options import RunOptions, resumed_plan
 from orchestrator.config.catalog import discover, resolve
 from orchestrator.config.plan import Plan
+from orchestrator.infra import run_lock
 from orchestrator.infra.hostinfo import host_info
 from orchestrator.measure import runner
 from orchestrator.results import compare, judge, noise
@@ -96,22 +97,23 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
     catalog = discover()
     if resume:
         store = results.RunStore(results.find_run(resume, results_dir))
-        plan = Plan.from_dict(store.meta()["plan"])
+        plan = resumed_plan(store)
         console.print(f"resuming {store.run_id}: {len(store.rows)} rows already measured")
         runs = [(plan, store)]
     else:
         runs = [(plan, None) for plan in asked.plans(catalog, console.print)]
     failed = 0
-    for i, (plan, store) in enumerate(runs):
-        if len(runs) > 1:
-            console.rule(f"part {i + 1} of {len(runs)}: preset {plan.preset}")
-        try:
-            failed += _measure(plan, store or runner.new_store(root=results_dir), catalog, results_dir)
-        except KeyboardInterrupt:
-            left = [p.preset for p, _ in runs[i + 1:]]
-            if left:
-                console.print(f"not run: {', '.join(left)} (`bench run --preset NAME:PART` runs one part)")
-            raise
+    with run_lock.held(resume):   # before any folder is made: a resumed run is refused while it is live
+        for i, (plan, store) in enumerate(runs):
+            if len(runs) > 1:
+                console.rule(f"part {i + 1} of {len(runs)}: preset {plan.preset}")
+            try:
+                failed += _measure(plan, store or runner.new_store(root=results_dir), catalog, results_dir)
+            except KeyboardInterrupt:
+                left = [p.preset for p, _ in runs[i + 1:]]
+                if left:
+                    console.print(f"not run: {', '.join(left)} (`bench run --preset NAME:PART` runs one part)")
+                raise
     if failed:
         raise typer.Exit(1)
 

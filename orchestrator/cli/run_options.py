@@ -16,8 +16,9 @@ from orchestrator.config import topology as topology_mod
 from orchestrator.config.modes import JVM_MODES, STARTS, with_modes
 from orchestrator.config.plan import Plan
 from orchestrator.config.scenarios import SCENARIOS, parse_list
-from orchestrator.errors import UsageError
+from orchestrator.errors import BadFile, UsageError
 from orchestrator.infra.docker_engine import remote_address
+from orchestrator.results.store import RUN_JSON, RunStore
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -126,3 +127,11 @@ class RunOptions:
                 f"{study} cells ({cells}), one JVM per target"
                 + ("" if chosen.jfr else ", Flight Recorder off (no claim of it reads its evidence)"))
         return chosen
+
+
+def resumed_plan(store: RunStore) -> Plan:
+    """The plan of the run --resume continues, from its run.json; BadFile when that holds none that loads."""
+    try:
+        return Plan.from_dict(store.meta()["plan"])
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise BadFile(store.dir / RUN_JSON, f"holds no plan that loads ({type(e).__name__}: {e})") from None

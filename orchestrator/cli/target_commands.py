@@ -13,6 +13,7 @@ from typing import Optional
 
 import typer
 from rich import box
+from rich.console import Console
 from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
@@ -42,7 +43,7 @@ from orchestrator.config.catalog import discover
 from orchestrator.config.plan import Settings, pool_env
 from orchestrator.errors import UsageError
 from orchestrator.infra import backends as infra_mod
-from orchestrator.infra import interrupts
+from orchestrator.infra import interrupts, run_lock
 from orchestrator.infra.procs import ensure_port_free
 from orchestrator.report import parity_table
 from orchestrator.results import store as results
@@ -54,14 +55,20 @@ PARITY_COLUMN = 28   # the narrowest a target's column of `bench parity` stays r
 
 
 def list_targets() -> None:
-    """Every target (framework:variant) with its concurrency model."""
+    """Every target (framework:variant) with its concurrency model; a folder whose framework.toml does not
+    load is named in one line after them, and the command exits 2."""
+    catalog = discover()
     table = Table("target", "server", "scenarios", "concurrency model")
-    for fw in discover().values():
+    for fw in catalog.values():
         for v in fw.variants.values():
             table.add_row(f"{fw.name}:{v.name}" + (" *" if v.default else ""), fw.server,
                           ",".join(fw.scenarios), v.description)
     console.print(table)
     console.print("* the default variant")
+    for error in catalog.broken.values():
+        Console(stderr=True).print(f"[red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
+    if catalog.broken:
+        raise typer.Exit(UsageError.exit_code)
 
 
 def build(framework: Optional[str] = FrameworkOpt,
@@ -130,6 +137,7 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
                          start_timeout, db_pool_size, redis_pool_size)
     targets = select_targets(framework, variant)
     logs = RESULTS_DIR / "verify" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    run_lock.ensure_free()   # it starts targets and servers: not beside a run
     environment = Environment(settings, logs, console)
     environment.check_ports(targets, shared_infra=infra_mod.load_state() is not None)
     # the smoke starts each next target beside the load on the one before (smoke.in_turn)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +18,14 @@ PLACEHOLDERS = {"{java}", "{jvm_opts}", "{artifact}"}
 TOP_KEYS = {"name", "description", "language", "server", "health_path", "scenarios", "backend",
             "build", "start", "variants", "parity", "versions"}
 VARIANT_KEYS = {"description", "default", "env", "properties", "jvm_opts", "threads", "parity"}
+# What a variant's env may not set: what takes over the JVM or the process before the framework's code runs
+# (the dynamic loader's LD_* variables, such as LD_PRELOAD; JVM options and classes beside the run's), and
+# the contract's variables (frameworks/CONTRACT.md), which the run sets: the infrastructure's addresses and
+# credentials, the port and address to listen on. The pool sizes are the contract's too, but a variant
+# whose point is another limit sets them (plan.pool_env).
+TAKES_OVER = ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH")
+CONTRACT_ENV = ("PORT", "BIND_ADDRESS", "BACKEND_URL", "REDIS_HOST", "REDIS_PORT", "REDIS_PASSWORD", "DB_HOST",
+                "DB_PORT", "DB_NAME", "DB_USER", "DB_PASSWORD")
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,24 @@ def _relative(f: Document, key: str) -> str:
     return value
 
 
+def refused_env(name: str) -> str | None:
+    """Why a variant's env may not set name (None: it may)."""
+    if name in CONTRACT_ENV:
+        return "the contract's variable, which the run sets (frameworks/CONTRACT.md)"
+    if name.startswith("LD_") or name in TAKES_OVER:
+        return "it takes over the JVM or the process before the framework's code runs"
+    return None
+
+
+def _env(v: Document) -> dict[str, str]:
+    env = v.str_map("env")
+    for key in env:
+        why = refused_env(key)
+        if why:
+            v.fail(f"env.{key}", f"a variant may not set {key}: {why} (a JVM option goes in jvm_opts)")
+    return env
+
+
 def _variant(f: Document, name: str, scenarios: tuple[str, ...]) -> Variant:
     if not NAME_RE.match(name):
         f.fail(name, "variant names are lower-case words joined by '-'")
@@ -118,7 +145,7 @@ def _variant(f: Document, name: str, scenarios: tuple[str, ...]) -> Variant:
         except re.error as e:
             v.fail(f"threads.{key}", f"not a regular expression: {e}")
     return Variant(name=name, description=v.get("description", str), default=v.get("default", bool, False),
-                   env=v.str_map("env"), properties=v.str_map("properties"),
+                   env=_env(v), properties=v.str_map("properties"),
                    jvm_opts=v.str_list("jvm_opts", (), nonempty=False), threads=threads, parity=_parity(v))
 
 
@@ -163,12 +190,28 @@ def load_manifest(path: Path) -> Framework:
         versions=f.get("versions", str, ""))
 
 
-def discover(root: Path = FRAMEWORKS_DIR) -> dict[str, Framework]:
-    """Every folder below root that has a framework.toml, by name."""
-    return {p.parent.name: load_manifest(p) for p in sorted(Path(root).glob("*/framework.toml"))}
+class Catalog(dict):
+    """Frameworks by name, and the folders whose framework.toml does not load (`broken`: folder name ->
+    the error), so that one broken folder stops the commands that ask for it, not those about others."""
+
+    def __init__(self, frameworks: dict[str, Framework], broken: dict[str, UsageError]):
+        super().__init__(frameworks)
+        self.broken = broken
 
 
-def resolve(catalog: dict[str, Framework], target_id: str) -> Target:
+def discover(root: Path | None = None) -> Catalog:
+    """Every folder below root (default: FRAMEWORKS_DIR) that has a framework.toml, by name (those that do not
+    load in `broken`)."""
+    frameworks, broken = {}, {}
+    for p in sorted(Path(root or FRAMEWORKS_DIR).glob("*/framework.toml")):
+        try:
+            frameworks[p.parent.name] = load_manifest(p)
+        except UsageError as e:
+            broken[p.parent.name] = e
+    return Catalog(frameworks, broken)
+
+
+def resolve(catalog: Catalog, target_id: str) -> Target:
     """'framework', 'framework:variant', either with '+mode' suffixes (MODES) -> Target, with
     UsageError listing the valid names."""
     name, *modes = target_id.split("+")
@@ -178,6 +221,8 @@ def resolve(catalog: dict[str, Framework], target_id: str) -> Target:
     modes = tuple(m for m in MODES if m in modes)
     fw_name, _, variant_name = name.partition(":")
     fw = catalog.get(fw_name)
+    if fw_name in catalog.broken:
+        raise catalog.broken[fw_name]
     if fw is None:
         raise UsageError(f"unknown framework '{fw_name}'; valid: {', '.join(catalog) or '(none found)'}")
     if not variant_name:
@@ -187,16 +232,19 @@ def resolve(catalog: dict[str, Framework], target_id: str) -> Target:
     return Target(fw, fw.variants[variant_name], modes)
 
 
-def select(catalog: dict[str, Framework], frameworks: list[str] | None,
-           variants: list[str] | None) -> list[Target]:
+def select(catalog: Catalog, frameworks: list[str] | None, variants: list[str] | None) -> list[Target]:
     """Targets for --framework/--variant: every variant of the named frameworks unless variants are named.
 
     A variant name may be plain ('virtual', applied to every named framework that has it) or a full
-    'framework:variant'.
+    'framework:variant'. A broken folder is an error when it is asked for, by name or as one of all the
+    frameworks (a comparison of "every framework" that left one out would not say so in its figures),
+    and a warning otherwise.
     """
-    names = frameworks or list(catalog)
+    names = frameworks or [*catalog, *catalog.broken]
     for n in names:
         resolve(catalog, n)
+    for name, error in catalog.broken.items():
+        warnings.warn(f"frameworks folder {name!r} skipped: {error}", stacklevel=2)
     targets: list[Target] = []
     for n in names:
         fw = catalog[n.partition(":")[0]]

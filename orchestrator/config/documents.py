@@ -5,17 +5,66 @@ and lists the valid values. ManifestError prints as one line and exits 2.
 A schema library (pydantic, jsonschema) would describe the types, but not these files' own rules
 (a placeholder is a whole argument, one default variant, requests >= connections) nor say them as
 plainly; this is about eighty lines that the three readers share.
+
+Before any of that, a file must be what its name says (read_text): a regular file of text. The run folder's
+reader (results/store.py) checks run.json and the Parquet files with the same functions.
 """
 from __future__ import annotations
 
+import os
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any, NoReturn
 
 from orchestrator.config import options
-from orchestrator.errors import ManifestError, UsageError
+from orchestrator.errors import BadFile, ManifestError, UsageError
 
 _MISSING = object()
+# The largest TOML file bench reads: its own are a few KiB, so anything larger is not one of them.
+MAX_TOML_BYTES = 1 << 20
+_NOT_FILES = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a device"),
+              (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
+
+
+def regular_file(path: Path) -> Path:
+    """path, when it names a regular file (through symlinks), else BadFile. Checked with stat before any
+    open: reading a FIFO waits for a writer forever, a device such as /dev/zero never ends, and opening
+    some devices does something."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise BadFile(path, "no such file") from None
+    except OSError as e:
+        raise BadFile(path, f"cannot read it: {e.strerror}") from None
+    if not stat.S_ISREG(mode):
+        what = next((name for test, name in _NOT_FILES if test(mode)), "not a regular file")
+        raise BadFile(path, f"{what}, not a file")
+    return Path(path)
+
+
+def read_bytes(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, at most limit of them; BadFile otherwise."""
+    regular_file(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise BadFile(path, f"cannot read it: {e.strerror}") from None
+    if len(data) > limit:
+        raise BadFile(path, f"larger than {limit:,} bytes: not a file of this kind")
+    return data
+
+
+def read_text(path: Path, limit: int = MAX_TOML_BYTES) -> str:
+    """A regular file's UTF-8 text, at most limit bytes; BadFile for anything else (a binary file included)."""
+    data = read_bytes(path, limit)
+    if b"\0" in data:
+        raise BadFile(path, "a binary file (it holds NUL bytes), not text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BadFile(path, f"not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})") from None
 
 
 class Document:
@@ -27,7 +76,7 @@ class Document:
     @classmethod
     def read(cls, path: Path) -> "Document":
         try:
-            return cls(path, tomllib.loads(Path(path).read_text()))
+            return cls(path, tomllib.loads(read_text(path)))
         except tomllib.TOMLDecodeError as e:
             raise ManifestError(path, "(syntax)", f"not valid TOML: {e}") from None
 

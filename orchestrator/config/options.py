@@ -9,18 +9,27 @@ import psutil
 
 from orchestrator.errors import UsageError
 
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_BYTES = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
 def duration(value: str, what: str, allow_zero: bool = False) -> float:
-    """'10s', '500ms', '2m' or a bare number of seconds -> seconds."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*", value or "")
+    """'10s', '500ms', '2m', '30d' or a bare number of seconds -> seconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*", value or "")
     if not m:
         raise UsageError(f"{what} '{value}' is not a duration (examples: 10s, 500ms, 2m)")
     seconds = float(m.group(1)) * _UNITS[m.group(2) or "s"]
     if seconds <= 0 and not (allow_zero and seconds == 0):
         raise UsageError(f"{what} must be {'zero or ' if allow_zero else ''}more than zero, not '{value}'")
     return seconds
+
+
+def byte_size(value: str, what: str) -> int:
+    """'5G', '500m', '2T' or a bare number of bytes (binary units, 'GiB' and 'GB' alike) -> bytes."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", (value or "").lower())
+    if not m:
+        raise UsageError(f"{what} '{value}' is not a size (examples: 5G, 500M, 2T)")
+    return int(float(m.group(1)) * _BYTES[m.group(2)])
 
 
 def positive_ints(value: str, what: str, maximum: int = 100_000) -> list[int]:

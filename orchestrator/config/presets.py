@@ -26,6 +26,7 @@ from orchestrator.config.profiles import Profile
 from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.errors import UsageError
 from orchestrator.results.claims import RECORDED, check
+from orchestrator.results.claims import targets as claim_targets
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
 PART = ":"   # NAME:PART names one part of a preset of [[parts]]
@@ -197,21 +198,24 @@ def load(name: str, catalog: dict[str, Framework], quick: bool = False) -> Prese
                   source=str(doc.path),
                   # the quick form records only when a claim reads Flight Recorder's evidence (its
                   # dump, reading and flame graph cost about a second a cell)
-                  jfr=not quick or any(c["evidence"] in RECORDED for c in claims),
+                  jfr=not quick or any(c.get("evidence") in RECORDED for c in claims),
                   claims=claims, topology=topo, jvm_modes=jvm_modes, starts=starts)
 
 
 def quick_cover(matrix: dict[str, list[str]], claims: tuple[dict, ...],
                 scenarios: tuple[str, ...] | None = None) -> dict[str, list[str]]:
-    """The quick form's cells: each claim's cell, then the scenarios no kept cell measures (those
+    """The quick form's cells: each explanation claim's cell, then the scenarios no kept cell measures (those
     its [quick] table lists, else every scenario of the preset), each on a target already kept that
     serves it, else on the target that serves the most of those still missing (the first on a tie).
     Every claim is judged, in as few JVMs as that allows: the quick form is a smoke of the preset's
     pipeline. That every target starts, passes verification and survives load on every scenario it
     declares is the load smoke's to show (tests/test_frameworks.py), not each preset's."""
     kept: dict[str, set[str]] = {t: set() for t in matrix}
+    # an explanation's evidence is the quick form's to smoke; an order or a trend needs every target
+    # and level at full repeats, which a smoke has not (their judge is tested on made-up repeats)
     for claim in claims:
-        kept[claim["target"]].add(claim["scenario"])
+        if claim.get("form", "explanation") == "explanation":
+            kept[claim["target"]].add(claim["scenario"])
     wanted = scenarios if scenarios is not None else dict.fromkeys(s for cells in matrix.values() for s in cells)
     missing = [s for s in wanted if not any(s in cells for cells in kept.values())]
     while missing:
@@ -229,11 +233,14 @@ def _claims(doc: Document, matrix: dict[str, list[str]], catalog: dict[str, Fram
         if not isinstance(claim, dict):
             doc.fail("claims", "must be an array of tables ([[claims]])")
         problem = check(claim)
-        if not problem and claim["scenario"] not in matrix.get(_resolved(claim["target"], catalog), []):
-            problem = f"{claim['target']} on {claim['scenario']} is not among the preset's cells"
+        unmeasured = [] if problem else [t for t in claim_targets(claim)
+                                          if claim["scenario"] not in matrix.get(_resolved(t, catalog), [])]
+        if unmeasured:
+            problem = f"{', '.join(unmeasured)} on {claim['scenario']} is not among the preset's cells"
         if problem:
             doc.fail(f"claims[{i}]", problem)
-    return tuple({**c, "target": _resolved(c["target"], catalog)} for c in found)
+    return tuple({**c, **{k: [_resolved(t, catalog) for t in c[k]] for k in ("targets", "over") if k in c},
+                  **({"target": _resolved(c["target"], catalog)} if "target" in c else {})} for c in found)
 
 
 def _resolved(target: str, catalog: dict[str, Framework]) -> str:

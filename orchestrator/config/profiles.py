@@ -6,6 +6,7 @@ which this module looks up by name and never branches on. Every profile warms th
 (k6 for arrival rates) until it is steady (measure/warmup.py) before it measures."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -118,14 +119,13 @@ def shipped() -> dict[str, Path]:
 
 
 def load(name_or_path: str) -> Profile:
-    """A shipped profile by name, or a profile file by path. UsageError lists the valid names."""
-    path = Path(name_or_path)
-    if not (path.suffix == ".toml" and path.exists()):
-        known = shipped()
-        if name_or_path not in known:
-            raise UsageError(f"unknown profile '{name_or_path}' (neither a shipped profile nor a .toml file); "
-                             f"valid: {', '.join(known)}")
-        path = known[name_or_path]
+    """A shipped profile by name, or a profile file by path (whatever is there: a folder or a FIFO is
+    refused by the reader, in one line). UsageError lists the valid names."""
+    known = shipped()
+    path = known.get(name_or_path, Path(name_or_path))
+    if name_or_path not in known and not os.path.lexists(path):
+        raise UsageError(f"unknown profile '{name_or_path}' (neither a shipped profile nor a file); "
+                         f"valid: {', '.join(known)}")
     return parse(Document.read(path))
 
 

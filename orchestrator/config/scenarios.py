@@ -7,6 +7,7 @@ and MariaDB must count per request). A new scenario is one entry here.
 """
 from __future__ import annotations
 
+import http.client
 import json
 import math
 from dataclasses import dataclass, field
@@ -17,6 +18,8 @@ from orchestrator.infra.httpclient import Response, request
 
 # Asks a target to name the thread that served the request (X-Thread), for the thread-model check.
 THREAD_HEADERS = {"X-Report-Thread": "1"}
+# How long a check waits for each answer: the contract's slowest request (sleep-1s) with room to spare.
+ANSWER_TIMEOUT_S = 10.0
 
 HELLO = "Hello, World!"
 SEED_ROWS = 10_000
@@ -41,8 +44,9 @@ class Scenario:
     # The backend work of one request (evidence.py counts it under load): redis_commands, db_selects,
     # db_inserts; anything not named is none.
     backend_work: dict[str, int] = field(default_factory=dict)
-    # Requests to the endpoint whose parameter the contract answers with 400 (its parameter rule).
-    rejects: tuple[str, ...] = ()
+    # Requests to the endpoint whose parameter the contract answers with 400 (its parameter rule), each with
+    # what is wrong with it, e.g. ("/sleep?ms=60001", "ms over 60000").
+    rejects: tuple[tuple[str, str], ...] = ()
     # What the endpoint does, in one sentence: run.json records it (runner.py), and the report quotes
     # it from there beside what the backends counted, so an old run keeps the contract it ran under.
     contract: str = ""
@@ -65,13 +69,13 @@ class Scenario:
     def check(self, port: int, host: str = "127.0.0.1") -> tuple[list[str], Response]:
         """Request the scenario once (asking for the thread that served it) and check the answer;
         returns the broken rules and the response."""
-        r = request(port, self.method, self.path, self.body, {**self.headers, **THREAD_HEADERS}, host=host)
-        problems = check_response(self, r, self.expected)
-        for path in self.rejects:
-            status = request(port, "GET", path, host=host).status
+        r = ask(port, self.method, self.path, self.body, {**self.headers, **THREAD_HEADERS}, host=host)
+        problems = [f"{self.method} {self.path}: {p}" for p in check_response(self, r, self.expected)]
+        for path, wrong in self.rejects:
+            rule = f"the contract rejects {wrong} with 400"
+            status = ask(port, "GET", path, host=host, rule=rule).status
             if status != 400:
-                problems.append(f"GET {path} gave {status}, expected 400 (CONTRACT.md: a parameter is ASCII digits "
-                                "within its maximum)")
+                problems.append(f"GET {path} gave {status}, expected 400 ({rule})")
         return problems, r
 
 
@@ -80,7 +84,7 @@ class DbRead(Scenario):
     def check(self, port: int, host: str = "127.0.0.1") -> tuple[list[str], Response]:
         """Also: a row that does not exist is a 404."""
         problems, r = super().check(port, host)
-        missing = request(port, "GET", "/db?id=0", host=host)
+        missing = ask(port, "GET", "/db?id=0", host=host, rule="the contract answers a missing row with 404")
         if missing.status != 404:
             problems.append(f"GET /db?id=0 gave {missing.status}, expected 404")
         return problems, r
@@ -92,11 +96,11 @@ class DbWrite(Scenario):
         """Two writes give two different ids, and each row reads back as written."""
         problems, ids, first = [], [], None
         for _ in range(2):
-            r = request(port, self.method, self.path, self.body, {**self.headers, **THREAD_HEADERS}, host=host)
+            r = ask(port, self.method, self.path, self.body, {**self.headers, **THREAD_HEADERS}, host=host)
             first = first or r
             p = check_response(self, r, None)
             if p:
-                return p, r
+                return [f"{self.method} {self.path}: {x}" for x in p], r
             try:
                 doc = json.loads(r.body)
                 ids.append(int(doc["id"]))
@@ -108,7 +112,7 @@ class DbWrite(Scenario):
             problems.append(f"two writes returned the same id {ids[0]}")
         read = SCENARIOS["db-read"]
         for i in ids:
-            back = request(port, "GET", f"/db?id={i}", host=host)
+            back = ask(port, "GET", f"/db?id={i}", host=host)
             problems += [f"reading back row {i}: {p}" for p in check_response(read, back, {"id": i, **NEW_ITEM})]
         return problems, first
 
@@ -117,9 +121,11 @@ NEW_ITEM = {"name": "bench-write", "price": 1.5}
 _JSON_BODY = {"Content-Type": "application/json"}
 
 
-def _rejects(path: str, name: str, above_max: str) -> tuple[str, ...]:
+def _rejects(path: str, name: str, maximum: int) -> tuple[tuple[str, str], ...]:
     """A plus sign, a minus, a decimal point, another script's digit (Arabic-Indic five), and one above the maximum."""
-    return tuple(f"{path}?{name}={v}" for v in ("%2B5", "-1", "5.0", "%D9%A5", above_max))
+    wrong = {"%2B5": f"{name} with a plus sign", "-1": f"{name} with a minus sign", "5.0": f"{name} with a decimal "
+             "point", "%D9%A5": f"{name} in another script's digits", str(maximum + 1): f"{name} over {maximum}"}
+    return tuple((f"{path}?{name}={v}", why) for v, why in wrong.items())
 
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
@@ -129,7 +135,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              contract="answers {\"message\":\"Hello, World!\"}, serialised per request by the framework's JSON "
                       "library; no Redis command, no database statement."),
     Scenario("sleep", "GET", "/sleep?ms=100", 200, "application/json", {"sleptMs": 100},
-             rejects=_rejects("/sleep", "ms", "60001"),
+             rejects=_rejects("/sleep", "ms", 60_000),
              contract="waits 100 ms the variant's way (a blocking sleep, a timer, a delay), then answers "
                       "{\"sleptMs\":100}; no Redis command, no database statement."),
     # The ramp study's "sleep 1 s": the same endpoint, ten times as long.
@@ -137,7 +143,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              contract="waits 1,000 ms the variant's way (a blocking sleep, a timer, a delay), then answers "
                       "{\"sleptMs\":1000}; no Redis command, no database statement."),
     Scenario("cpu", "GET", "/cpu?n=20000", 200, "application/json", {"n": 20000, "primes": 2262},
-             rejects=_rejects("/cpu", "n", "10000001"),
+             rejects=_rejects("/cpu", "n", 10_000_000),
              contract="counts the primes up to 20,000 by trial division and answers their number (2,262); no "
                       "Redis command, no database statement."),
     # The same count with Thread.yield() after each prime: study 003's context-switch experiment.
@@ -149,7 +155,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              contract="one MGET of the three seeded keys, answered as a JSON array of their values; no database "
                       "statement."),
     DbRead("db-read", "GET", "/db?id=42", 200, "application/json", seeded_row(42), backend_work={"db_selects": 1},
-           rejects=("/db", "/db?id=", *_rejects("/db", "id", "2147483648")),
+           rejects=(("/db", "a missing id"), ("/db?id=", "an empty id"), *_rejects("/db", "id", 2_147_483_647)),
            contract="one SELECT of the seeded row by its id, answered as JSON; no Redis command, no PREPARE per "
                     "request."),
     DbWrite("db-write", "POST", "/db", 201, "application/json", None,
@@ -164,6 +170,32 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
                       "command, no database statement."),
 ]}
 
+
+
+class NoAnswer(OSError):
+    """A request of a check that got no HTTP answer; the message names the request and what happened."""
+
+
+def ask(port: int, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None,
+        host: str = "127.0.0.1", rule: str = "") -> Response:
+    """One request of a check; NoAnswer names it ("GET /sleep?ms=60001: no answer within 10 s") and the
+    contract's rule it tests, if any, so that a target that hangs on it knows what it was asked."""
+    try:
+        return request(port, method, path, body, headers, timeout=ANSWER_TIMEOUT_S, host=host)
+    except (OSError, http.client.HTTPException) as e:
+        raise NoAnswer(f"{method} {path}: {_no_answer(e)}" + (f" ({rule})" if rule else "")) from None
+
+
+def _no_answer(e: Exception) -> str:
+    if isinstance(e, TimeoutError):
+        return f"no answer within {ANSWER_TIMEOUT_S:g} s"
+    if isinstance(e, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(e, http.client.RemoteDisconnected):
+        return "the connection closed without an answer"
+    if isinstance(e, http.client.HTTPException):
+        return f"not an HTTP answer ({type(e).__name__}: {str(e)[:100]})"
+    return e.strerror or str(e)
 
 
 def same_json(actual: Any, expected: Any) -> bool:

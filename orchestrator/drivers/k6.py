@@ -7,7 +7,9 @@ here before the first request, a batch of 1,000 none).
 At a fixed rate, k6 starts each iteration on schedule whatever the earlier ones do, so a slow
 response delays no later request (no coordinated omission); when every VU is busy it drops the
 arrival and counts it (dropped_iterations). The summary comes from handleSummary as JSON; a burst
-also writes every request to CSV, so that its latencies (stdev included) are exact.
+also writes every request to CSV, so that its latencies (stdev included) are exact. k6 gzips that CSV
+as it writes it (a name ending .gz): about a dozen rows of its metrics per request, some 2 KB raw, are
+kept compressed, and read back a row at a time.
 
 Each VU holds its own connection, so a burst at 2,000 VUs keeps 2,000 connections, as h2load would.
 k6 is the default burst driver because Debian's h2load (nghttp2 1.52) cannot read Tomcat's status
@@ -15,6 +17,8 @@ line, which has no reason phrase ("HTTP/1.1 200 "): it counts every response as 
 """
 from __future__ import annotations
 
+import csv
+import gzip
 import json
 import math
 import time
@@ -86,21 +90,33 @@ def burst_deadline_s(spec: LoadSpec) -> float:
 
 
 def read_requests(path) -> tuple[list[float], int, int, float, float, list[float]]:
-    """From k6's CSV output (timestamps in µs, K6_CSV_TIME_FORMAT=unix_micro): the latencies (ms) of
-    answered requests, how many got a status >= 400, how many got no response at all (status 0), the
-    window from the first request sent to the last response (epoch s, seconds), and when each request
-    answered below 400 ended (epoch s). A sample's time is when its request ended."""
-    import pandas as pd
-    df = pd.read_csv(path, usecols=["metric_name", "timestamp", "metric_value", "status"], low_memory=False)
-    req = df[df["metric_name"] == "http_req_duration"]
-    status = pd.to_numeric(req["status"], errors="coerce").fillna(0)
-    answered = req[status > 0]
-    end = req["timestamp"].astype(float) / 1e6
-    begin = end - req["metric_value"].astype(float) / 1000
-    start = float(begin.min()) if len(req) else float("nan")
-    return (answered["metric_value"].astype(float).tolist(), int((status >= 400).sum()), int((status == 0).sum()),
-            start, float(end.max()) - start if len(req) else float("nan"),
-            end[(status > 0) & (status < 400)].tolist())
+    """From k6's CSV output (timestamps in µs, K6_CSV_TIME_FORMAT=unix_micro; gzipped when its name ends
+    .gz), read a row at a time: the latencies (ms) of answered requests, how many got a status >= 400,
+    how many got no response at all (status 0), the window from the first request sent to the last
+    response (epoch s, seconds), and when each request answered below 400 ended (epoch s). A sample's
+    time is when its request ended."""
+    latencies, good_ends, status_errors, no_response = [], [], 0, 0
+    first, last = math.inf, -math.inf
+    with (gzip.open if str(path).endswith(".gz") else open)(path, "rt", newline="") as f:
+        for row in csv.DictReader(f):
+            if row["metric_name"] != "http_req_duration":
+                continue
+            try:
+                status = int(float(row["status"]))
+            except ValueError:
+                status = 0
+            ms, end = float(row["metric_value"]), float(row["timestamp"]) / 1e6
+            first, last = min(first, end - ms / 1000), max(last, end)
+            if status <= 0:
+                no_response += 1
+                continue
+            latencies.append(ms)
+            status_errors += status >= 400
+            if status < 400:
+                good_ends.append(end)
+    if first == math.inf:
+        return latencies, status_errors, no_response, float("nan"), float("nan"), good_ends
+    return latencies, status_errors, no_response, first, last - first, good_ends
 
 
 def burst_figures(result: LoadResult, per_request: Path, asked: int) -> None:
@@ -153,7 +169,7 @@ class K6Driver(Driver):
 
     def run(self, spec: LoadSpec) -> LoadResult:
         k6 = self.executable()
-        test, out_json, log, per_request = self.files(spec, "js", "json", "log", "requests.csv")
+        test, out_json, log, per_request = self.files(spec, "js", "json", "log", "requests.csv.gz")
         test.write_text(script(spec, str(out_json)))
         # No usage report (nothing leaves this machine); the REST API on a loopback port of its choosing.
         argv = [k6, "run", "--no-usage-report", "--no-color", "--quiet", "--no-thresholds",

@@ -9,10 +9,12 @@ Why a generator of our own: k6's open model kept 2,875-7,750 req/s on the one lo
 tenth of what the targets serve (docs/load-generators.md has the candidates measured side by side).
 
 pacer writes one record per arrival; the latencies and the send lag are read from them with the
-same nearest-rank percentiles as every driver's. Two counts say whether the schedule was kept, and
-by whom: `late_sends` (arrivals pacer sent more than its tolerance after their time although a
-connection was idle: its own lag, a generator limit) and `dropped` (arrivals that waited longer than
-the timeout for a connection, all of them busy with the server: the server's).
+same nearest-rank percentiles as every driver's, then kept as a compact parquet file
+(`.records.parquet`, about 7 bytes an arrival against 24) and the raw file deleted. Two counts say
+whether the schedule was kept, and by whom: `late_sends` (arrivals pacer sent more than its tolerance
+after their time although a connection was idle: its own lag, a generator limit) and `dropped`
+(arrivals that waited longer than the timeout for a connection, all of them busy with the server:
+the server's).
 """
 from __future__ import annotations
 
@@ -36,10 +38,13 @@ from orchestrator.infra.procs import log_tail, require_tool
 from orchestrator.infra.tools import compiled
 
 np = lazy.module("numpy")
+pa = lazy.module("pyarrow")
+pq = lazy.module("pyarrow.parquet")
 
 SOURCE = Path(__file__).resolve().parent / "pacer" / "pacer.c"
 # 24 bytes per arrival, as pacer.c writes them; flags WAITED: no connection was idle when it was due
 RECORD = [("intended_ns", "<u8"), ("latency_ns", "<u8"), ("lag_us", "<u4"), ("status", "<i2"), ("flags", "<u2")]
+RECORD_BYTES = 24
 WAITED = 1
 ERR_READ, ERR_TIMEOUT, ERR_DROPPED, ERR_WRITE = -2, -3, NOT_SENT, -5
 TOLERANCE_US = 1000   # later than this after its time, with a connection idle, an arrival was sent late
@@ -65,7 +70,26 @@ def request_bytes(spec: LoadSpec) -> bytes:
 
 
 def read_records(path: Path):
-    return np.fromfile(path, dtype=RECORD)
+    """pacer's records: its raw file as it wrote it, or the parquet file the driver keeps (keep_records)."""
+    if path.suffix != ".parquet":
+        return np.fromfile(path, dtype=RECORD)
+    table = pq.read_table(path)
+    out = np.empty(table.num_rows, dtype=RECORD)
+    for name in out.dtype.names:
+        out[name] = table[name].to_numpy()
+    return out
+
+
+def keep_records(records, raw: Path) -> Path:
+    """The window's records as a parquet file beside the raw one, which is deleted: every arrival kept,
+    in under a third of the space (6.8 bytes an arrival measured at 5,000/s: 80,000/s for 60 s, 115 MB raw, ~33 MB kept). The
+    intended times are evenly spaced, so they are stored as deltas; zstd takes the rest."""
+    kept = raw.with_name(raw.name + ".parquet")
+    table = pa.table({name: np.ascontiguousarray(records[name]) for name in records.dtype.names})
+    pq.write_table(table, kept, compression="zstd", use_dictionary=False,
+                   column_encoding={"intended_ns": "DELTA_BINARY_PACKED"})
+    raw.unlink()
+    return kept
 
 
 def result_of(summary: dict, records, window_s: float) -> LoadResult:
@@ -114,7 +138,8 @@ class PacerDriver(Driver):
         if not spec.rate:
             raise DriverFailed("pacer runs arrival rates only (profile kinds rate and capacity)")
         pacer = self.executable()
-        req, records, summary, log = self.files(spec, "http", "records", "json", "log")
+        # the last of them, an earlier cell's kept records, only to be removed
+        req, records, summary, log, _ = self.files(spec, "http", "records", "json", "log", "records.parquet")
         req.write_bytes(request_bytes(spec))
         argv = [pacer, "--host", spec.host, "--port", str(spec.port), "--request", str(req),
                 "--rate", f"{spec.rate:g}", "--duration", f"{spec.duration_s:g}",
@@ -132,7 +157,9 @@ class PacerDriver(Driver):
         except ValueError as e:
             raise DriverFailed(f"pacer wrote an unreadable summary ({e}): {log}") from None
         summary.write_text(json.dumps(doc, indent=1) + "\n")
-        result = result_of(doc, read_records(records), spec.total_s)
+        arrivals_read = read_records(records)
+        result = result_of(doc, arrivals_read, spec.total_s)
+        keep_records(arrivals_read, records)
         result.loadgen_cpu_s, result.loadgen_wall_s = cpu_s, wall_s   # its whole run's, from wait4
         if result.dropped or result.requests < 0.95 * doc["arrivals"]:
             result.flags.append("rate-not-met")

@@ -23,8 +23,8 @@ from orchestrator import REPO_ROOT, STATE_DIR
 from orchestrator.config.scenarios import REDIS_SEED, SEED_ROWS
 from orchestrator.errors import BenchError
 from orchestrator.infra import lockdown
-from orchestrator.infra.docker_engine import LABEL_OWNER, USER_ID, client, run_container
-from orchestrator.infra.procs import ensure_port_free, listening_beyond, log_tail, require_tool, spawn, stop_pid
+from orchestrator.infra.docker_engine import USER_ID, client, owner_labels, run_container
+from orchestrator.infra.procs import Owner, ensure_port_free, listening_beyond, log_tail, require_tool, spawn, stop_pid
 from orchestrator.infra.tools import build_of, compiled
 
 APT_LINE = "apt-get install -y redis-server mariadb-server"
@@ -38,7 +38,7 @@ def seed_statements() -> list[str]:
     """The statements of seed.sql, comments left out; each may run again (IF NOT EXISTS, IGNORE)."""
     text = "\n".join(line for line in SEED_SQL.read_text().splitlines() if not line.lstrip().startswith("--"))
     return [st.strip() for st in text.split(";") if st.strip()]
-OWNER_FILE = "owner"   # in each data directory: the PID of the bench process it belongs to, or "infra-up"
+OWNER_FILE = "owner"   # in each data directory: the mark of the bench process it belongs to (procs.Owner)
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ class _Containers:
 
     def __init__(self, infra: Infra, outlive: bool):
         self.infra = infra
-        self.labels = {LABEL_OWNER: "infra-up" if outlive else str(os.getpid()), "bench.infra": infra.data_dir}
+        self.labels = {**owner_labels(outlive), "bench.infra": infra.data_dir}
         os.chown(infra.data_dir, USER_ID, USER_ID)
 
     def _run(self, server: str, argv: list[str], **options):
@@ -281,7 +281,7 @@ def start(redis_port: int, db_port: int, cpus: str | None, outlive: bool = False
                   images=dict(images or {}), placement=placement)
     launcher = (_Containers if runtime == "docker" else _Processes)(infra, outlive)
     try:
-        (Path(infra.data_dir) / OWNER_FILE).write_text("infra-up" if outlive else str(os.getpid()))
+        (Path(infra.data_dir) / OWNER_FILE).write_text(Owner.me(outlive).mark())
         _start_redis(infra, launcher)
         _start_mariadb(infra, launcher)
         exposed = {name: listening_beyond(pid, placement.binds(), bool(placement.netns))

@@ -14,15 +14,31 @@ import os
 import socket
 import sys
 import urllib.parse
+from dataclasses import asdict
 
 from orchestrator.errors import MissingTool, UsageError
 from orchestrator.infra import round_trip
+from orchestrator.infra.procs import Owner
 
 HOW = ("install it with `apt-get install -y docker.io` and start it with "
        "`dockerd --iptables=false --bridge=none &` (or point DOCKER_HOST at an engine)")
-LABEL_OWNER = "bench.owner"
+LABEL_OWNER = "bench.owner"   # the owner's pid (filters match it); bench.owner.<field>: the rest of its procs.Owner
 LABEL_RUN = "bench.run"
 LABEL_TARGET = "bench.target"
+
+
+def owner_labels(outlive: bool = False) -> dict[str, str]:
+    """The labels that say which bench process, on which host and checkout, a container belongs to."""
+    owner = asdict(Owner.me(outlive))
+    return {LABEL_OWNER: owner.pop("pid"), **{f"{LABEL_OWNER}.{k}": v for k, v in owner.items()}}
+
+
+def labelled_owner(labels: dict[str, str]) -> Owner | None:
+    """The procs.Owner of a container from its labels; None for one of an older bench."""
+    return Owner.parse({"pid": labels.get(LABEL_OWNER),
+                        **{k[len(LABEL_OWNER) + 1:]: v for k, v in labels.items() if k.startswith(LABEL_OWNER + ".")}})
+
+
 # Every container runs as this user (a named one in the target images: the JVM publishes its
 # hsperfdata counters only for a user with a name); data directories mounted in are chowned to it.
 USER_ID = 10001

@@ -28,7 +28,7 @@ import psutil
 from orchestrator.config.topology import LOCAL, RATE, Link, Shape, Topology
 from orchestrator.errors import BenchError
 from orchestrator.infra import round_trip
-from orchestrator.infra.procs import log_tail, require_tool, spawn, stop
+from orchestrator.infra.procs import Owner, log_tail, require_tool, spawn, stop
 from orchestrator.infra.tools import compiled
 from orchestrator.targets.jvm import parse_cpus
 
@@ -175,7 +175,7 @@ class Network:
     def _wire(self, link: Link, a: End, b: End) -> Wire:
         if self.work_dir is None:
             self.work_dir = Path(tempfile.mkdtemp(prefix=f"bench-wire-{self.owner}-"))
-            (self.work_dir / "owner").write_text(str(self.owner))
+            (self.work_dir / "owner").write_text(Owner.me().mark())   # `bench clean` reads it (infra/cleanup.py)
         shape_file, log = self.work_dir / f"{link.name}.shape", self.work_dir / f"{link.name}.log"
         shape_file.write_text(wire_line(link.shapes[0]))
         path = lambda end: str(NETNS_DIR / self.namespaces[end.host]) if end.host != LOCAL else "-"  # noqa: E731

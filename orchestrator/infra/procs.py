@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import ipaddress
+import json
 import os
 import re
 import shutil
@@ -15,15 +16,70 @@ import signal
 import socket
 import subprocess
 import sys
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import psutil
 
+from orchestrator import REPO_ROOT
 from orchestrator.errors import MissingTool, UsageError
+from orchestrator.infra import log_cap
 
 OWNER_VAR = "BENCH_OWNER"
+INFRA_UP = "infra-up"   # an Owner's pid for servers `bench infra up` leaves to outlive it
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
+
+
+def start_ticks(pid: int) -> str | None:
+    """When pid started, in clock ticks since boot (/proc/PID/stat's 22nd field): with the boot id, what
+    tells a process from a later one that got its pid. None when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rpartition(")")[2].split()[19]   # the name, in parentheses, may hold spaces
+
+
+def boot_id() -> str:
+    return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The bench process that started a server, container or folder, marked on it (BENCH_OWNER in a
+    process's environment, the owner file of a data directory, a container's labels): which host, which
+    boot, which process (its pid and start time: a pid alone is reused) and which checkout. `bench
+    clean` removes only what belongs to its own checkout and whose owner is gone."""
+    pid: str      # or INFRA_UP
+    start: str    # start_ticks of pid ("" for INFRA_UP)
+    boot: str
+    host: str
+    home: str     # the checkout (REPO_ROOT)
+
+    @classmethod
+    def me(cls, outlive: bool = False) -> Owner:
+        return cls(INFRA_UP if outlive else str(os.getpid()), "" if outlive else start_ticks(os.getpid()) or "",
+                   boot_id(), socket.gethostname(), str(REPO_ROOT))
+
+    def mark(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def parse(cls, fields: str | dict | None) -> Owner | None:
+        """An Owner from its mark or its fields; None for anything else (a mark of an older bench, which
+        named no checkout: not this checkout's to judge)."""
+        try:
+            d = json.loads(fields) if isinstance(fields, str) else fields
+            return cls(**{k: str(d[k]) for k in cls.__dataclass_fields__})
+        except (ValueError, TypeError, KeyError):
+            return None
+
+    def gone(self) -> bool:
+        """Whether the owner process has ended (another boot, its pid gone or now another process's)."""
+        if self.boot != boot_id():
+            return True
+        return start_ticks(int(self.pid)) != self.start if self.pid.isdigit() else False
 
 
 def _die_with_parent() -> None:
@@ -52,15 +108,18 @@ def spawn(argv: list[str], *, log_path: Path | None = None, cwd: Path | None = N
     """Start argv (never through a shell), output to log_path, pinned to cpus, in netns if given.
 
     The child's environment names its owner (BENCH_OWNER), so `bench clean` can tell a leftover of a
-    crashed orchestrator from a process a live run still uses.
+    crashed orchestrator from a process a live run still uses. Its log is kept under a size (log_cap.py).
     """
-    env = {**(os.environ if env is None else env), OWNER_VAR: "infra-up" if outlive_parent else str(os.getpid())}
+    env = {**(os.environ if env is None else env), OWNER_VAR: Owner.me(outlive_parent).mark()}
     out = open(log_path, "ab") if log_path else subprocess.DEVNULL
     try:
-        return subprocess.Popen(
+        popen = subprocess.Popen(
             in_netns(pinned(argv, cpus), netns), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
             stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             preexec_fn=None if outlive_parent else _die_with_parent)
+        if log_path:
+            log_cap.watch(popen, log_path)
+        return popen
     finally:
         if log_path:
             out.close()

@@ -18,7 +18,6 @@ infra/nginx.py's.
 from __future__ import annotations
 
 import datetime as dt
-import os
 import shutil
 import statistics
 import tempfile
@@ -172,7 +171,7 @@ def ensure_open_ceiling(name: str, server_cpus: str, loadgen_cpus: str, port: in
     say(f"{name}'s open-model ceiling is not calibrated with it on CPU(s) {loadgen_cpus}: measuring it against "
         f"nginx first (`bench calibrate` measures every generator)")
     work = Path(tempfile.mkdtemp(prefix="bench-calibrate-"))
-    (work / OWNER_FILE).write_text(str(os.getpid()))
+    (work / OWNER_FILE).write_text(procs.Owner.me().mark())
     try:
         with quiet_sigterm(), nginx.serving(port, server_cpus, work) as servers:
             entry = open_model(name, servers, port, loadgen_cpus, work, min(window_s, OPEN_WINDOW_S), say,
@@ -262,7 +261,7 @@ def command(server_cpus: str | None, loadgen_cpus: str | None, duration: str, ge
                   f"connections each")
     entries: dict[str, dict] = {}
     work = Path(tempfile.mkdtemp(prefix="bench-calibrate-"))
-    (work / OWNER_FILE).write_text(str(os.getpid()))   # `bench clean` removes it if this process is killed
+    (work / OWNER_FILE).write_text(procs.Owner.me().mark())   # `bench clean` removes it if this process is killed
     try:
         with quiet_sigterm(), nginx.serving(port, server_cpus, work) as servers:
             for name in names:

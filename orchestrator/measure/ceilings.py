@@ -14,7 +14,7 @@ from pathlib import Path
 from orchestrator import RESULTS_DIR
 from orchestrator.errors import BenchError
 from orchestrator.infra.hostinfo import host_info
-from orchestrator.results.store import atomic_write, machine_key
+from orchestrator.results.store import atomic_write, machine_key, updating
 from orchestrator.targets.jvm import parse_cpus
 
 FILE = "calibration.json"
@@ -60,13 +60,13 @@ def store(results_dir: Path, host: dict, entries: dict[str, dict], merge: bool =
     """Each generator's entry replaces the stored one (merge: adds its keys to it, if that one was
     measured with the generator on the same CPUs; one measured on others is replaced)."""
     path = Path(results_dir) / FILE
-    doc = _read(path)
-    record = doc["machines"].setdefault(machine_key(host), {"generators": {}})
-    record["host"] = {k: host[k] for k in ("hostname", "cpu_model", "cores")}
-    for name, entry in entries.items():
-        stored = record["generators"].get(name, {})
-        same_cpus = stored.get("loadgen_cpus") == entry.get("loadgen_cpus")
-        record["generators"][name] = {**stored, **entry} if merge and same_cpus else entry
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda tmp: tmp.write_text(json.dumps(doc, indent=2) + "\n"))
+    with updating(path):   # read, modified and written by one writer at a time: no entry lost
+        doc = _read(path)
+        record = doc["machines"].setdefault(machine_key(host), {"generators": {}})
+        record["host"] = {k: host[k] for k in ("hostname", "cpu_model", "cores")}
+        for name, entry in entries.items():
+            stored = record["generators"].get(name, {})
+            same_cpus = stored.get("loadgen_cpus") == entry.get("loadgen_cpus")
+            record["generators"][name] = {**stored, **entry} if merge and same_cpus else entry
+        atomic_write(path, lambda tmp: tmp.write_text(json.dumps(doc, indent=2) + "\n"))
     return path

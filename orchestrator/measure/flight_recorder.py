@@ -10,13 +10,13 @@ rate, the hottest methods, and on event-loop threads the share of samples in app
 
 The settings are the JDK's `default` (its documented low-overhead profile) with lower thresholds
 where the evidence needs them; THRESHOLDS says which, and the README gives the overhead measured.
+The events that would record the environment or other processes' command lines are off (UNRECORDED).
 The flame graph is async-profiler's converter (tools.profiler:jfr-converter on Maven Central), which
 reads the JDK's jdk.ExecutionSample events.
 """
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import time
@@ -28,6 +28,7 @@ from orchestrator.errors import BenchError
 from orchestrator.infra import procs
 from orchestrator.infra.tools import compiled
 from orchestrator.measure import thread_dumps
+from orchestrator.targets.jvm import private_tmp
 
 SOURCE = Path(__file__).with_name("jfr") / "JfrEvidence.java"
 CONVERTER = "tools.profiler:jfr-converter:4.5"
@@ -36,12 +37,17 @@ NAME = "bench"
 # counts only waits at least this long. Pinning is recorded from 0 ms: any pinning is news.
 THRESHOLDS = {"jdk.VirtualThreadPinned": "0ms", "jdk.ThreadPark": "10ms", "jdk.JavaMonitorEnter": "1ms",
               "jdk.ThreadSleep": "10ms", "jdk.SocketRead": "10ms"}
+# Events of `default` that would put into a run's folder, which users share, what is not the target's to
+# tell: its whole environment (the infrastructure's passwords among it), the command line of every
+# process on the machine, and those of the processes it starts.
+UNRECORDED = ("jdk.InitialEnvironmentVariable", "jdk.SystemProcess", "jdk.ProcessStart")
 # Safepoints are off in `default`; on, their total is a figure rather than a silent zero.
 SETTINGS = [*(f"{event}#threshold={t}" for event, t in THRESHOLDS.items()),
             "jdk.SafepointBegin#enabled=true", "jdk.SafepointBegin#threshold=0ms",
             "jdk.ThreadCPULoad#period=1s", "jdk.ExecutionSample#period=20ms",
             # each thread's allocated bytes, read around every window (JfrEvidence: jfr_alloc_mb_per_s)
-            "jdk.ThreadAllocationStatistics#period=100ms"]
+            "jdk.ThreadAllocationStatistics#period=100ms",
+            *(f"{event}#enabled=false" for event in UNRECORDED)]
 # The allocation readings (every 100 ms) must bracket each window: a few before it starts and after it
 # ends, which a generator that starts at once and exits with its last response (pacer) leaves no time for.
 BRACKET_S = 0.3
@@ -144,9 +150,6 @@ class CellRecorder:
             self.failures[name] = str(e)
             yield
             return
-        # The JVM writes the file in its own file system (a container's /tmp), and it is taken from
-        # there through /proc/<pid>/root, which for a local process is this one's.
-        inside = f"/tmp/bench-jfr-{os.getpid()}-{name}.jfr"
         dumps = self.dumps[name] = thread_dumps.ThreadDumps(self.pid, self.folder / f"{name}-threads.jsonl").start()
         time.sleep(BRACKET_S)
         try:
@@ -155,10 +158,18 @@ class CellRecorder:
             dumps.stop()
             time.sleep(BRACKET_S)
             try:
-                _jcmd(self.jdk_home, self.pid, ["JFR.stop", f"name={NAME}", f"filename={inside}"], self.cpus)
-                shutil.move(f"/proc/{self.pid}/root{inside}", path)
+                self._stop(path)
             except (RecordingFailed, OSError) as e:
                 self.failures[name] = str(e)
+
+    def _stop(self, path: Path) -> None:
+        """The recording stopped into `path`. The JVM writes it in its own file system (a container's /tmp),
+        and it is taken from there through /proc/<pid>/root, which for a local process is this one's;
+        owner-only, as every file of the run, whatever the JVM's umask (a container's is its image's)."""
+        with private_tmp(self.pid) as (inside, outside):
+            _jcmd(self.jdk_home, self.pid, ["JFR.stop", f"name={NAME}", f"filename={inside}/{path.name}"], self.cpus)
+            shutil.move(outside / path.name, path)
+        path.chmod(0o600)
 
     def add(self, name: str, windows: list, rows: list[dict]) -> list[dict]:
         """rows (one per measured window: a LoadResult, or a ramp's steps) with the jfr_* columns of

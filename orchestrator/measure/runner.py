@@ -23,10 +23,11 @@ from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.drivers.base import DriverFailed
 from orchestrator.errors import TargetFailed
 from orchestrator.infra import backends as infra_mod
-from orchestrator.infra import interrupts
+from orchestrator.infra import interrupts, run_lock
 from orchestrator.infra.docker_engine import describe_remote
 from orchestrator.infra.hostinfo import git_commit, host_info, tool_version, tool_versions
 from orchestrator.infra.procs import log_tail
+from orchestrator.measure import disk_space
 from orchestrator.measure import rows as rows_mod
 from orchestrator.measure.calibrate import ensure_open_ceiling
 from orchestrator.measure.ceilings import ceilings
@@ -37,7 +38,7 @@ from orchestrator.measure.events import Events
 from orchestrator.measure.flight_recorder import COST
 from orchestrator.measure.sampling import settle
 from orchestrator.measure.warmup import generators
-from orchestrator.results.store import RunStore, new_run_id
+from orchestrator.results.store import RunStore, new_run_dir
 from orchestrator.targets import aot_cache, parity
 from orchestrator.targets.environment import Environment, Started
 from orchestrator.targets.jvm import parse_cpus
@@ -52,9 +53,13 @@ def execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | Non
     # the store listens first: a cell is on disk before anything shows it
     events.cell_measured.add_listener(lambda rows, series: store.add(rows, series))
     events.cell_failed.add_listener(lambda rows: store.add(rows))
-    with interrupts.quiet_sigterm(), ConsoleView(console, events):
-        environment = Environment(plan.settings, store.logs, console, catalog, results_root=store.dir.parent)
-        return Run(plan, store, environment, events).execute(argv)
+    # the lock first (the command holds it already, which this re-enters: it names the run now)
+    with run_lock.held(store.run_id), interrupts.quiet_sigterm(), ConsoleView(console, events):
+        try:
+            environment = Environment(plan.settings, store.logs, console, catalog, results_root=store.dir.parent)
+            return Run(plan, store, environment, events).execute(argv)
+        finally:
+            store.discard_if_empty()
 
 
 class Run:
@@ -82,6 +87,7 @@ class Run:
                                 plan.profile.duration_s, plan.profile.resolution,
                                 lambda text: self.events.notice.fire(text=text, warning=False),
                                 plan.profile.rules.open_ceiling_needed(plan.profile))
+        disk_space.check(plan, environment.results_root)
         meta = store.meta() if (store.dir / "run.json").exists() else self._new_meta(argv, targets)
         todo = plan.todo(targets, store.done())
         failed = 0
@@ -299,10 +305,5 @@ class Run:
 
 
 def new_store(now: dt.datetime | None = None, root: Path = RESULTS_DIR) -> RunStore:
-    run_id = new_run_id(now or dt.datetime.now())
-    d = root / run_id
-    n = 1
-    while d.exists():
-        n += 1
-        d = root / f"{run_id}-{n}"
-    return RunStore(d)
+    """A new run's store, its folder made now (results.store.new_run_dir)."""
+    return RunStore(new_run_dir(now or dt.datetime.now(), root))

@@ -24,10 +24,13 @@ import os
 import re
 import signal
 import socket
+import stat
 import threading
 import time
 from collections import Counter
 from pathlib import Path
+
+from orchestrator.targets.jvm import namespace_pid, owner_uid, private_tmp
 
 INTERVAL_S = 0.5
 # A dump takes CPU time on the server's CPU (in the JVM's Attach Listener thread, read from its
@@ -48,23 +51,25 @@ class AttachFailed(Exception):
     pass
 
 
-def _namespace_pid(pid: int) -> int:
-    """The pid the JVM knows itself by (a container's own), which names its attach socket."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("NSpid:"):
-            return int(line.split()[-1])
-    return pid
-
-
 def _attach_socket(pid: int) -> Path:
-    """HotSpot's attach socket of the JVM, started as jcmd starts it: a trigger file, then SIGQUIT."""
-    nspid = _namespace_pid(pid)
+    """HotSpot's attach socket of the JVM, started as jcmd starts it (a trigger file, then SIGQUIT), and
+    trusted only when it is a socket of the JVM's own user: in the shared /tmp, anyone could have put
+    a socket of theirs at its name, to read the commands and answer them."""
+    nspid = namespace_pid(pid)
     tmp = Path(f"/proc/{pid}/root/tmp")
     sock = tmp / f".java_pid{nspid}"
-    if sock.exists():
-        return sock
-    trigger = tmp / f".attach_pid{nspid}"
-    trigger.touch()
+    if not sock.exists():
+        _start_attach(pid, tmp / f".attach_pid{nspid}", sock)
+    st, uid = os.lstat(sock), owner_uid(pid)
+    if not stat.S_ISSOCK(st.st_mode) or st.st_uid != uid:
+        raise AttachFailed(f"{sock} is not the JVM's: a {'socket' if stat.S_ISSOCK(st.st_mode) else 'file'} of "
+                           f"user {st.st_uid}, where JVM {pid} runs as user {uid}; not trusted")
+    return sock
+
+
+def _start_attach(pid: int, trigger: Path, sock: Path) -> None:
+    # O_NOFOLLOW: a link put at the trigger's name would have root create, or touch, the file it names
+    os.close(os.open(trigger, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))
     try:
         os.kill(pid, signal.SIGQUIT)
         deadline = time.monotonic() + ATTACH_TIMEOUT_S
@@ -74,7 +79,6 @@ def _attach_socket(pid: int) -> Path:
             time.sleep(0.05)
     finally:
         trigger.unlink(missing_ok=True)
-    return sock
 
 
 def jcmd(pid: int, command: str, timeout_s: float = 30.0) -> str:
@@ -188,24 +192,23 @@ class ThreadDumps:
         return self.summaries
 
     def _loop(self) -> None:
-        # Written in the JVM's own file system (a container's /tmp) and read through /proc/<pid>/root.
-        inside = f"/tmp/bench-threads-{os.getpid()}-{self.pid}.json"
-        outside = Path(f"/proc/{self.pid}/root{inside}")
+        try:
+            # Written in the JVM's own file system (a container's /tmp), in a folder of its own, and read
+            # through /proc/<pid>/root.
+            with private_tmp(self.pid) as (inside, outside):
+                self._dump_until_stopped(f"{inside}/threads.json", outside / "threads.json")
+        except (AttachFailed, OSError) as e:
+            self.error = f"thread dump: {e}"
+
+    def _dump_until_stopped(self, inside: str, outside: Path) -> None:
         # The first dump starts at once and does not set the pace: it loads the JVM's dump code, which
         # makes it several times dearer than the next ones, and it is taken before the window opens.
         pause = 0.0
         while not self._stop.wait(pause):
             taken_at = time.time()
-            try:
-                outside.unlink(missing_ok=True)
-                _attach_socket(self.pid)   # started before its thread's CPU time is read
-                before = _listener_cpu_s(self.pid)
-                jcmd(self.pid, f"Thread.dump_to_file -format=json -overwrite {inside}")
-                cpu_s = _listener_cpu_s(self.pid) - before
-                pause = max(INTERVAL_S, DUTY_FACTOR * cpu_s) if self._taken else INTERVAL_S
-                self._taken.append((taken_at, cpu_s, outside.read_text()))
-            except (AttachFailed, OSError) as e:
-                self.error = f"thread dump: {e}"
-                return
-            finally:
-                outside.unlink(missing_ok=True)
+            _attach_socket(self.pid)   # started before its thread's CPU time is read
+            before = _listener_cpu_s(self.pid)
+            jcmd(self.pid, f"Thread.dump_to_file -format=json -overwrite {inside}")
+            cpu_s = _listener_cpu_s(self.pid) - before
+            pause = max(INTERVAL_S, DUTY_FACTOR * cpu_s) if self._taken else INTERVAL_S
+            self._taken.append((taken_at, cpu_s, outside.read_text()))

@@ -25,13 +25,13 @@ def build(run: str | Path | None = None, root: Path = RESULTS_DIR, x: str | None
     in root for the run's machine.
     """
     run_dir = results.find_run(run, root)
+    meta = results.load_meta(run_dir)   # first: a run.json that does not read is named before pandas loads
     df = results.load(run_dir)
     x = x or analysis.level_column(df)
     if x not in df:
         raise UsageError(f"no column '{x}' in {run_dir / results.MEASUREMENTS}")
     ts = results.load_timeseries(run_dir)
     ts = network_report.by_level(ts) if len(ts) else None
-    meta = results.load_meta(run_dir)
     host = meta.get("host", {})
     blocks = sections.document(df, meta, ts, x, noise.entry(host, root), noise.floors(host, root))
     for stale in run_dir.glob("report-*.png"):

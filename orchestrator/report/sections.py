@@ -128,6 +128,29 @@ def parity_blocks(meta: dict) -> list[tuple]:
             ("table", parity_table.matrix(t))]
 
 
+CLAIMS_TEXT = ("Each claim of the study this preset reruns, in the study's words and figures, judged on this run. "
+               "An order (a lead is an order of two) or a trend is decided pair by pair by the rule that crowns "
+               "(Welch's t on the logarithms of the repeats, each a fresh JVM; Holm's adjustment over the claim's "
+               "pairs): it holds when every pair goes the study's way beyond the noise, does not hold when one "
+               "goes the other way, and otherwise cannot be told at these repeats (the pair and the repeats it "
+               "needs are named). ×r is the ratio of a pair's figures in the study's direction (above 1: as the "
+               "study found), with its 95% interval; a trend that is linear grows in proportion to the load. A "
+               "cell whose flags only slowed it (a busy load generator, steal) counts where its bias cannot have "
+               "made the pair: its throughput is at least, its latency at most, what it shows. An explanation is "
+               "tested by evidence recorded in the same cells (medians over the clean repeats; the condition is "
+               "the preset's, in orchestrator/config/presets/). Here: median (min-max, repeats that ran).")
+
+
+def claims_blocks(df: pd.DataFrame, told: list[dict], x: str) -> list[tuple]:
+    """The Claims section, first in a preset's report: each claim, the figures here, the verdict, the
+    evidence and what differs from the study's set-up."""
+    if not told:
+        return []
+    table = pd.DataFrame(claims.judged(df, told, x), columns=["claim", "here", "verdict", "evidence", "differs"])
+    return [("h2", "Claims"), ("p", CLAIMS_TEXT),
+            ("table", table.rename(columns={"claim": "the study", "differs": "what differs from the study's set-up"}))]
+
+
 def document(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
              floor: dict | None = None, cvs: dict | None = None) -> list[tuple]:
     """The report as a list of blocks ("h2" | "p" | "table" | "chart", content), rendered twice.
@@ -143,6 +166,7 @@ def document(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
         if fig is not None:
             blocks.append(_chart_block(name, fig, title))
 
+    blocks += claims_blocks(df, (meta.get("plan") or {}).get("claims") or [], x)
     network = network_report.describe(meta)
     if network:
         blocks.append(("p", network))
@@ -187,13 +211,6 @@ def document(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
     bad = not_crowned(summ, x)
     if len(bad):
         blocks += [("h2", "Cells not crowned"), ("table", bad)]
-    told = (meta.get("plan") or {}).get("claims") or []
-    if told:
-        blocks += [("h2", "The study's claims, re-tested"),
-                   ("p", "Each claim of the study this preset reruns, its figure as measured here, and the "
-                         "evidence recorded in the same cells that tests the study's explanation (medians over "
-                         "the repeats; the condition is the preset's, in orchestrator/config/presets/)."),
-                   *(("p", text) for text in claims.sentences(raw, told, x))]
     blocks += parity_blocks(meta)
 
     for scenario in sorted(summ["scenario"].unique()):

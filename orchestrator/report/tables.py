@@ -60,7 +60,8 @@ def comparison_table(summ: pd.DataFrame, scenario: str, level, x: str = "concurr
     for metric in metrics:
         lead = leads.loc[metric]
         verdict, why = lead["verdict"], lead["why"]
-        better = lead["best"] if verdict == "crowned" else f"inconclusive: {why}" if verdict == "inconclusive" else why
+        crowned = f"{lead['best']} ({why})" if lead.get("bound") else lead["best"]
+        better = crowned if verdict == "crowned" else f"inconclusive: {why}" if verdict == "inconclusive" else why
         rows.append([metric_title(metric), *[_value(r, metric) for _, r in cells.iterrows()],
                      _lead(lead, METRICS[metric].unit), _interval(lead), _mde(lead), better])
     return pd.DataFrame(rows, columns=["metric", *cells["target"], "difference", "95% interval", "MDE", "better"])
@@ -95,7 +96,9 @@ def winner_text(lead: pd.Series) -> str:
     if pd.isna(lead["runner_up"]):
         return f"{lead['best']} ({lead['why']})" if lead["verdict"] == "crowned" else \
             f"inconclusive: {lead['best']} is {lead['why']}"
-    vs = f"{_pct(lead['diff_pct'])} vs {lead['runner_up']}"
+    # a cell that only ran slowed: its lead is a bound (bias.py), and the words say which way
+    at = f"{lead['bound']} " if lead.get("bound") else ""
+    vs = f"{at}{_pct(lead['diff_pct'])} vs {lead['runner_up']}"
     mde = "" if pd.isna(lead["mde_pct"]) else f"; MDE {_mde(lead)}"
     if lead["verdict"] == "crowned":
         return f"{lead['best']}: {vs} (95% CI {_interval(lead)}{mde})"

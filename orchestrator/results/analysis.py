@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import RESULTS_DIR, lazy
-from orchestrator.results import judge
+from orchestrator.results import bias, judge
 from orchestrator.results.schema import PERCENTILES, latency_column, percentile_label
 from orchestrator.results.store import MEASUREMENTS, RUN_JSON
 
@@ -259,6 +259,14 @@ def _verdict(best, runner, better: list[dict], others: list[dict], metric: str,
                             f"{lead.repeats_for(size)} repeats a side)")
 
 
+def _slowed_bound(better: list[dict], metric: str) -> str:
+    """bias.bound of the one cell that did better than the best clean cell, where its flags only
+    slowed it ('' otherwise: several did, or a flag of unknown direction, or partly failed)."""
+    if len(better) != 1 or better[0]["state"] != "flagged":
+        return ""
+    return bias.bound(better[0]["check_flags"], metric)
+
+
 def leaders(summ: pd.DataFrame, metrics: list[str], x: str = "concurrency",
             noise: dict | None = None) -> pd.DataFrame:
     """The best and the runner-up per (scenario, x, metric) among eligible cells, and whether the lead
@@ -273,6 +281,11 @@ def leaders(summ: pd.DataFrame, metrics: list[str], x: str = "concurrency",
 
     - "crowned": the interval excludes a tie (or best is the only cell at its level);
     - "within noise": it does not; `why` gives its half-width and the repeats a lead this large needs;
+    A cell whose flags only slowed it (bias.SLOWING: a busy generator, steal) that did better than the
+    best clean cell is judged against it instead: its figure is a bound of the truth on throughput and
+    latency (`bound`: "at least" / "at most", '' for every other lead), so a lead it shows even slowed
+    is its. Two such cells, or a flag of unknown direction, withhold as below.
+
     - "inconclusive": a flagged or partly failed cell did better than best (`why` names them), best
       is the only clean cell among flagged or partly failed ones, or neither repeats nor a noise
       floor give an interval (`why` names the repeats it needs);
@@ -300,7 +313,16 @@ def leaders(summ: pd.DataFrame, metrics: list[str], x: str = "concurrency",
                               where=f" of {scenario} {metric}") if runner else None
             others = [c for c in excluded if pd.notna(c[metric])]
             better = [c for c in others if best and sign * (c[metric] - value) > 0]
+            bound = _slowed_bound(better, metric)
+            if bound:
+                # it beat the best clean cell even slowed: judged against it, its figure a bound of the truth
+                best, runner, better = better[0], best, []
+                value, other = best[metric], runner[metric]
+                lead = judge.lead(_values(best, metric), _values(runner, metric), noise.get((scenario, metric)),
+                                  where=f" of {scenario} {metric}")
             verdict, why = _verdict(best, runner, better, others, metric, lead)
+            if bound:
+                why = f"{why}; {bound}: {best['check_flags']} only slowed {best['target']}"
             rows.append({"scenario": scenario, x: level, "metric": metric,
                          "best": best["target"] if best else None, "best_value": value,
                          "runner_up": runner["target"] if runner else None, "runner_up_value": other,
@@ -308,6 +330,6 @@ def leaders(summ: pd.DataFrame, metrics: list[str], x: str = "concurrency",
                          "ci_low_pct": 100 * (lead.low - 1) if lead else np.nan,
                          "ci_high_pct": 100 * (lead.high - 1) if lead else np.nan,
                          "mde_pct": lead.mde_pct() if lead else np.nan,
-                         "verdict": verdict, "why": why, "tie": verdict == "within noise",
+                         "verdict": verdict, "why": why, "tie": verdict == "within noise", "bound": bound,
                          "excluded": ", ".join(c["target"] for c in excluded)})
     return pd.DataFrame(rows)

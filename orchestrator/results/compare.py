@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 
 from orchestrator import lazy
-from orchestrator.results import judge
+from orchestrator.results import bias, judge
 from orchestrator.results.analysis import METRICS, tidy
 
 np = lazy.module("numpy")
@@ -34,15 +34,6 @@ ALPHA = judge.ALPHA
 DEFAULT_METRICS = ("rps", "latency_p99_ms")
 # the change the "needs" column sizes repeats for
 NEEDS_PCT = 10.0
-
-
-def holm(p: pd.Series) -> pd.Series:
-    """Holm-Bonferroni adjusted p-values (NaN stays NaN): the k-th smallest of m is multiplied by
-    m - k + 1, then made monotone, so that p_adjusted < alpha holds the family-wise error at alpha."""
-    known = p.dropna().sort_values()
-    m = len(known)
-    adjusted = (known * np.arange(m, 0, -1)).cummax().clip(upper=1.0)
-    return adjusted.reindex(p.index)
 
 
 def _setup(meta: dict) -> dict:
@@ -117,12 +108,13 @@ def _given_back(cell: _Cell, metric: str, values_of: np.ndarray) -> np.ndarray |
 # newly carries one broke, whatever else is flagged. The others (the generator's or the machine's)
 # say the figure measured something other than the target.
 TARGET_FLAGS = ("non-2xx", "socket-errors", "server-died")
-# Flags that say the machine took time from the cell (the host held its vCPUs): its figures can only be
-# worse than the target's, and by no more than the time taken. On A alone they make B's regression look
-# smaller, never larger, so they do not withhold a "worse" verdict (one 1-s repeat of A with 6.5 % steal
-# hid B's 94 % drop in rps). On B they withhold it only where giving B back every stolen moment
-# (`_given_back`) could close the gap (CI read B 96 % below A, both sides stealing, as "no regression").
-SLOWED_FLAGS = ("host-steal",)
+# Flags that only slowed a cell (bias.SLOWING: the host held its vCPUs, a busy generator or server
+# CPU): its throughput and latencies can only be worse than the target's. On A alone they make B's
+# regression look smaller, never larger, so they do not withhold a "worse" verdict on those metrics
+# (one 1-s repeat of A with 6.5 % steal hid B's 94 % drop in rps). On B they withhold it, except
+# steal, which is measured: where giving B back every stolen moment (`_given_back`) cannot close the
+# gap, B is worse (CI read B 96 % below A, both sides stealing, as "no regression").
+STOLEN_FLAGS = frozenset({"host-steal"})
 STEAL_COLUMNS = ("server_cpus_steal_pct", "loadgen_cpus_steal_pct")
 
 
@@ -158,7 +150,8 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: s
     p_value (judge.lead), p_adjusted (Holm-Bonferroni over every row with a p-value), significant
     (p_adjusted < alpha), mde_pct (the smallest change these repeats could detect at alpha over the
     comparisons), needs (repeats a side with which a NEEDS_PCT % change would be found at this noise
-    and family), flags (either side), note (why a cell can't be judged), broke (B failed in some or all
+    and family), flags (either side), note (why a cell can't be judged), bound ("at least" where a side
+    whose flags only slowed it leaves the change a bound, bias.py), broke (B failed in some or all
     repeats, or newly answered errors or died, where A did not) and verdict: "broke", "better",
     "worse", "~" (within the noise) or "?" (no verdict, see note). `noise` maps (scenario, metric) to
     the machine's noise floor measured there (judge.Floor; see analysis.leaders).
@@ -169,12 +162,14 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: s
     for key in sorted(set(cells_a) | set(cells_b), key=lambda k: (str(k[0]), str(k[1]), k[2])):
         ca, cb = cells_a.get(key), cells_b.get(key)
         flags = ",".join(sorted(_flags(ca) | _flags(cb)))
-        # what keeps a worse B from being a regression: every flag but those that only slowed A, and
-        # on B those that only slowed it, where even given back its stolen time B stays worse
-        held_a, held_b = _flags(ca) - set(SLOWED_FLAGS), _flags(cb)
-        only_slowed_b = bool(held_b) and held_b <= set(SLOWED_FLAGS) and not held_a
         newly = sorted((_flags(cb) - _flags(ca)) & set(TARGET_FLAGS)) if ca is not None else []
         for column, metric in enumerate(metrics):
+            # what keeps a worse B from being a regression: every flag but those that only slowed A (on
+            # the metrics they bound), and on B those that only stole from it, where even given back its
+            # stolen time B stays worse
+            held_a = _flags(ca) - (bias.SLOWING if metric in bias.BOUNDS else frozenset())
+            held_b = _flags(cb)
+            only_slowed_b = bool(held_b) and held_b <= STOLEN_FLAGS and not held_a
             (va, _, why_a), (vb, failed_b, why_b) = _side(ca, column), _side(cb, column)
             med_a = float(np.median(va)) if len(va) else math.nan
             med_b = float(np.median(vb)) if len(vb) else math.nan
@@ -200,7 +195,9 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: s
                          "p_value": math.nan if note else lead.p, "check_flags": flags,
                          "withheld_by": ",".join(sorted(held_a | held_b)),
                          "given_back_worse_pct": back_worse, "given_back_p": back.p if back and not back.why else math.nan,
-                         "note": note, "broke": broke})
+                         "note": note, "broke": broke,
+                         "a_slowed": metric in bias.BOUNDS and bias.only_slowing(_flags(ca)),
+                         "b_slowed": metric in bias.BOUNDS and bias.only_slowing(_flags(cb))})
     out = pd.DataFrame(rows)
     if out.empty:
         return out
@@ -212,16 +209,21 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: s
     # B worse even given back every stolen moment, at Holm's strictest step: steal cannot explain it
     unexplained = (out["given_back_p"] < family) & (out["given_back_worse_pct"] > 0)
     out.loc[unexplained, "withheld_by"] = ""
-    out.insert(out.columns.get_loc("p_value") + 1, "p_adjusted", holm(out["p_value"]))
+    out.insert(out.columns.get_loc("p_value") + 1, "p_adjusted", judge.holm(out["p_value"]))
     out.insert(out.columns.get_loc("p_adjusted") + 1, "significant", (out["p_adjusted"] < alpha) & (out["note"] == ""))
     out["verdict"] = np.select([out["broke"], out["note"] != "", ~out["significant"], out["worse_pct"] > 0],
                                ["broke", "?", "~", "worse"], "better")
+    # a side that only ran slowed leaves the change a bound: B better though slowed, or worse than a
+    # slowed A, is so by at least what was measured (bias.py)
+    bounded = ((out["verdict"] == "better") & out["b_slowed"]) | ((out["verdict"] == "worse") & out["a_slowed"])
+    out["bound"] = np.where(bounded, "at least", "")
+    out = out.drop(columns=["a_slowed", "b_slowed"])
     return out
 
 
 def regressions(cmp: pd.DataFrame, pct: float) -> pd.DataFrame:
     """The rows of `compare_runs` that gate a CI job: significantly worse by more than pct % in an
-    unflagged cell (a flag says the figure measured something other than the target; SLOWED_FLAGS on A
+    unflagged cell (a flag says the figure measured something other than the target; bias.SLOWING on A
     do not count, as they only made A worse, nor on B where B given back its stolen time is still
     significantly worse by more than pct %), or broken in B where A was not: some or all of its
     repeats failed, or it newly answered errors or died (TARGET_FLAGS). A target that broke is the

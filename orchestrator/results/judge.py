@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from orchestrator import lazy
 
 np = lazy.module("numpy")
+pd = lazy.module("pandas")
 
 ALPHA = 0.05       # two-sided: a 95 % interval
 POWER = 0.8        # the minimum detectable effect is found 8 times in 10
@@ -230,3 +231,12 @@ def plan_notice(repeats: int, comparisons: int = 1, cv: float = TYPICAL_CV, alph
     return (f"judge: with {repeats} repeats a side and a CV of {100 * cv:g} %, the report crowns leads above "
             f"about {planned_mde_pct(repeats, cv, alpha):.0f} % and `bench compare` over {comparisons} comparisons "
             f"calls changes above about {planned_mde_pct(repeats, cv, family):.0f} % (8 times in 10); {needs}")
+
+
+def holm(p: pd.Series) -> pd.Series:
+    """Holm-Bonferroni adjusted p-values (NaN stays NaN): the k-th smallest of m is multiplied by
+    m - k + 1, then made monotone, so that p_adjusted < alpha holds the family-wise error at alpha."""
+    known = p.dropna().sort_values()
+    m = len(known)
+    adjusted = (known * np.arange(m, 0, -1)).cummax().clip(upper=1.0)
+    return adjusted.reindex(p.index)

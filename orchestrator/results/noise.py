@@ -68,9 +68,11 @@ def record(df, meta: dict, root: Path = RESULTS_DIR) -> dict:
              "flagged": int((ran["check_flags"].fillna("") != "").sum()),
              **{k: settings.get(k) for k in ("server_cpus", "loadgen_cpus", "heap", "runtime")},
              "cv": cvs(df), "n_by_metric": counts(df)}
-    floors = _entries(root)
-    floors.setdefault(machine_key(host), []).append(entry)
-    results.atomic_write(Path(root) / FLOOR_FILE, lambda p: p.write_text(json.dumps(floors, indent=2) + "\n"))
+    path = Path(root) / FLOOR_FILE
+    with results.updating(path):   # read, appended to and written by one writer at a time: no entry lost
+        floors = _entries(root)
+        floors.setdefault(machine_key(host), []).append(entry)
+        results.atomic_write(path, lambda p: p.write_text(json.dumps(floors, indent=2) + "\n"))
     return entry
 
 

@@ -5,19 +5,25 @@
     results/<run-id>/timeseries.parquet    time-resolved cells (a ramp, a capacity spike): one row per second
     results/<run-id>/logs/                 build, server, verification and load generator logs
 
-`load()` is the only way the reports and notebooks read results.
+`load()` is the only way the reports and notebooks read results. A file of a run that is not what its name
+says (a folder, a FIFO, a truncated Parquet file, run.json that is not a JSON object) raises BadFile, one line
+naming it; listing the runs skips a folder whose run.json does not read, with a warning.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+import tempfile
 import warnings
 from functools import cache
 from pathlib import Path
 from typing import Iterable
 
 from orchestrator import RESULTS_DIR, lazy
-from orchestrator.errors import UsageError
+from orchestrator.config.documents import read_text, regular_file
+from orchestrator.errors import BadFile, UsageError
 
 # The columns are schema.py's; results.COLUMNS stays, for notebooks that read it beside load().
 from orchestrator.results.schema import CELL_KEY, COLUMNS, RENAMED, ROW_TYPES, TIMESERIES_KEY, TIMESERIES_TYPES
@@ -42,7 +48,8 @@ def timeseries_schema() -> pa.Schema:
 MEASUREMENTS = "measurements.parquet"
 TIMESERIES = "timeseries.parquet"
 RUN_JSON = "run.json"
-
+# run.json holds a plan, a host and a parity table: a few hundred KiB at most
+MAX_RUN_JSON_BYTES = 64 << 20
 
 
 MACHINE_KEYS = ("hostname", "cpu_model", "cores")
@@ -54,12 +61,34 @@ def machine_key(host: dict) -> str:
 
 
 def atomic_write(path: Path, write) -> None:
-    """Write through a temporary file, fsync, rename: a reader or a crash sees old or new, never half."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    write(tmp)
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """Write through a temporary file, fsync, rename: a reader or a crash sees old or new, never half.
+    The temporary name is unique (mkstemp, mode 0600, in the same folder so the rename is atomic): two
+    writers never write into each other's file, and a crash's leftover is never reused."""
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        write(tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def updating(path: Path):
+    """Hold an exclusive lock on path (a lock file beside it, `.NAME.lock`) for a read-modify-write of a
+    file kept across runs (calibration.json, noise-floor.json): a second writer waits, then reads what
+    the first wrote, rather than both reading the old file and the last rename losing the other's entry."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 class RunStore:
@@ -70,10 +99,10 @@ class RunStore:
         self.logs = self.dir / "logs"
         self.rows: list[dict] = []
         self.series: list[dict] = []
-        if (self.dir / MEASUREMENTS).exists():
-            self.rows = _with_schema(pq.read_table(self.dir / MEASUREMENTS), row_schema()).to_pylist()
-        if (self.dir / TIMESERIES).exists():
-            self.series = pq.read_table(self.dir / TIMESERIES).to_pylist()
+        if os.path.lexists(self.dir / MEASUREMENTS):
+            self.rows = _read_parquet(self.dir / MEASUREMENTS, row_schema()).to_pylist()
+        if os.path.lexists(self.dir / TIMESERIES):
+            self.series = _read_parquet(self.dir / TIMESERIES, timeseries_schema()).to_pylist()
 
     @property
     def run_id(self) -> str:
@@ -83,8 +112,14 @@ class RunStore:
         self.logs.mkdir(parents=True, exist_ok=True)
         self.write_meta(meta)
 
+    def discard_if_empty(self) -> None:
+        """Remove the folder of a run that stopped before it wrote anything (a busy port, a missing tool)."""
+        for d in (self.logs, self.dir):
+            with contextlib.suppress(OSError):
+                d.rmdir()   # only ever an empty folder
+
     def meta(self) -> dict:
-        return json.loads((self.dir / RUN_JSON).read_text())
+        return read_meta(self.dir)
 
     def write_meta(self, meta: dict) -> None:
         atomic_write(self.dir / RUN_JSON, lambda p: p.write_text(json.dumps(meta, indent=2, default=str) + "\n"))
@@ -125,14 +160,58 @@ def _with_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return table
 
 
-def new_run_id(now) -> str:
-    return now.strftime("%Y%m%d-%H%M%S")
+def _read_parquet(path: Path, schema: pa.Schema) -> pa.Table:
+    """A Parquet file of a run with every column of schema; BadFile when it is not one."""
+    regular_file(path)
+    try:
+        return _with_schema(pq.read_table(path), schema)
+    except (OSError, pa.ArrowException) as e:
+        said = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        said = said.replace(f"Could not open Parquet input source '{path}': ", "")   # the path is said once
+        raise BadFile(path, f"not a readable Parquet file ({said})") from None
+
+
+def read_meta(run_dir: Path) -> dict:
+    """A run folder's run.json; BadFile when it is not a JSON object."""
+    path = Path(run_dir) / RUN_JSON
+    try:
+        meta = json.loads(read_text(path, MAX_RUN_JSON_BYTES))
+    except json.JSONDecodeError as e:
+        raise BadFile(path, f"not valid JSON ({e})") from None
+    if not isinstance(meta, dict):
+        raise BadFile(path, f"a JSON {type(meta).__name__}, not the object a run writes")
+    return meta
+
+
+def new_run_dir(now, root: Path = RESULTS_DIR) -> Path:
+    """A new run's folder, made now (0700): the id of its start time, or with -2, -3... when a folder of
+    that second exists. mkdir without exist_ok, so a folder is never shared or reused, even by two
+    commands that start in the same second."""
+    Path(root).mkdir(parents=True, exist_ok=True)
+    run_id, n = now.strftime("%Y%m%d-%H%M%S"), 1
+    while True:
+        d = Path(root) / (run_id if n == 1 else f"{run_id}-{n}")
+        try:
+            d.mkdir(mode=0o700)
+            return d
+        except FileExistsError:
+            n += 1
 
 
 def run_dirs(root: Path = RESULTS_DIR) -> list[Path]:
-    """Run folders under root, oldest first (by run.json's start time, then name)."""
-    dirs = [p for p in Path(root).iterdir() if (p / RUN_JSON).exists()] if Path(root).exists() else []
-    return sorted(dirs, key=lambda p: (json.loads((p / RUN_JSON).read_text()).get("started_at", ""), p.name))
+    """Run folders under root, oldest first (by run.json's start time, then name). A folder whose run.json
+    does not read is skipped with a warning: one broken run does not hide the others."""
+    root = Path(root)
+    if os.path.lexists(root) and not root.is_dir():
+        raise BadFile(root, "not a folder (the results folder holds one folder per run)")
+    started = {}
+    for p in root.iterdir() if root.exists() else ():
+        if os.path.lexists(p / RUN_JSON):
+            try:
+                started[p] = str(read_meta(p).get("started_at", ""))
+            except BadFile as e:
+                warnings.warn(f"skipping run folder {p.name}: {e}", stacklevel=2)
+    return sorted(started, key=lambda p: (started[p], p.name))
 
 
 def find_run(run: str | Path | None, root: Path = RESULTS_DIR) -> Path:
@@ -143,7 +222,7 @@ def find_run(run: str | Path | None, root: Path = RESULTS_DIR) -> Path:
             raise UsageError(f"no runs under {root}: start one with `bench run`")
         return dirs[-1]
     for candidate in (Path(run), Path(root) / str(run)):
-        if (candidate / RUN_JSON).exists():
+        if os.path.lexists(candidate / RUN_JSON):
             return candidate
     raise UsageError(f"no run '{run}' (looked for {Path(root) / str(run)}/{RUN_JSON}); "
                      f"runs: {', '.join(p.name for p in run_dirs(root)) or 'none'}")
@@ -152,19 +231,16 @@ def find_run(run: str | Path | None, root: Path = RESULTS_DIR) -> Path:
 def load(runs: str | Path | Iterable[str | Path] | None = None, root: Path = RESULTS_DIR) -> pd.DataFrame:
     """The measurements of one run (id or path; None: the newest) or of several, as one DataFrame.
 
-    One row per cell, columns as in row_schema(). A missing, corrupt or partial Parquet file is skipped
-    with a warning, and the other runs load.
+    One row per cell, columns as in row_schema(). A run without the file (no cell finished yet) adds no
+    row; a file that does not read raises BadFile (a partial frame would read as a run that measured less).
     """
     if runs is None or isinstance(runs, (str, Path)):
         runs = [runs]
     frames = []
     for run in runs:
-        d = find_run(run, root)
-        path = d / MEASUREMENTS
-        try:
-            frames.append(_with_schema(pq.read_table(path), row_schema()).to_pandas())
-        except (OSError, pa.ArrowException) as e:
-            warnings.warn(f"skipping {path}: {e}", stacklevel=2)
+        path = find_run(run, root) / MEASUREMENTS
+        if os.path.lexists(path):
+            frames.append(_read_parquet(path, row_schema()).to_pandas())
     if not frames:
         return pd.DataFrame({c: pd.Series(dtype=row_schema().field(c).type.to_pandas_dtype()) for c in COLUMNS})
     return pd.concat(frames, ignore_index=True)
@@ -172,18 +248,14 @@ def load(runs: str | Path | Iterable[str | Path] | None = None, root: Path = RES
 
 def load_timeseries(runs: str | Path | Iterable[str | Path] | None = None, root: Path = RESULTS_DIR) -> pd.DataFrame:
     """The per-second series of time-resolved cells (ramp profiles) of one run or several; columns as in
-    timeseries_schema(), empty when no run has any. Unreadable files are skipped with a warning."""
+    timeseries_schema(), empty when no run has any. A file that does not read raises BadFile."""
     if runs is None or isinstance(runs, (str, Path)):
         runs = [runs]
     frames = []
     for run in runs:
         path = find_run(run, root) / TIMESERIES
-        if not path.exists():
-            continue
-        try:
-            frames.append(_with_schema(pq.read_table(path), timeseries_schema()).to_pandas())
-        except (OSError, pa.ArrowException) as e:
-            warnings.warn(f"skipping {path}: {e}", stacklevel=2)
+        if os.path.lexists(path):
+            frames.append(_read_parquet(path, timeseries_schema()).to_pandas())
     if not frames:
         return pd.DataFrame({c: pd.Series(dtype=timeseries_schema().field(c).type.to_pandas_dtype())
                              for c in timeseries_schema().names})
@@ -191,4 +263,4 @@ def load_timeseries(runs: str | Path | Iterable[str | Path] | None = None, root:
 
 
 def load_meta(run: str | Path | None = None, root: Path = RESULTS_DIR) -> dict:
-    return json.loads((find_run(run, root) / RUN_JSON).read_text())
+    return read_meta(find_run(run, root))

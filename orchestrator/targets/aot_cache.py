@@ -128,6 +128,7 @@ def train(environment, target: Target, env: dict[str, str], scenarios: list[str]
     if not cache.exists() or DONE not in log.read_text(errors="replace"):
         raise TargetFailed(f"the training run of {target.base_id} wrote no AOT cache ({cache}); its log ends: "
                            f"{log_tail(log, 5)}")
+    cache.chmod(0o600)   # owner-only as every file of the run, whatever the umask of the JVM that wrote it (a container's)
     return {"cache": str(cache.relative_to(environment.run_dir)), "mb": round(cache.stat().st_size / 2**20, 1),
             "trained_on": scenarios, "seconds_each": TRAIN_S, "connections": TRAIN_CONNECTIONS, "driver": "wrk",
             "took_s": round(time.monotonic() - t0, 1), "log": str(log.relative_to(environment.run_dir))}

@@ -11,9 +11,14 @@ import psutil
 
 from orchestrator.config.catalog import Framework
 from orchestrator.errors import TargetFailed
-from orchestrator.infra.procs import log_tail
+from orchestrator.infra.cleanup import owned_by
+from orchestrator.infra.procs import OWNER_VAR, Owner, log_tail
 from orchestrator.targets.jdk import Jdk
 from orchestrator.targets.parity import VERSIONS_FILE, versions_command
+
+# What a build (or an image's bootstrap: images.py) makes, a container's own user reads: as readable as a
+# default umask makes it, whatever bench's own (077: cli/app.py).
+SHARED_UMASK = 0o022
 
 IGNORED_DIRS = {"target", "build", ".gradle", ".idea", "node_modules", "__pycache__"}
 # The build tool's own JVM (Maven, and kotlinc inside it with the daemon off) lives for seconds: C2
@@ -52,12 +57,20 @@ def is_current(fw: Framework, jdk: Jdk) -> bool:
             and stamp.read_text().strip() == source_hash(fw, jdk))
 
 
-def _kotlin_daemons() -> set[int]:
-    pids = set()
-    for p in psutil.process_iter(["pid", "cmdline"]):
-        if any("KotlinCompileDaemon" in a for a in (p.info["cmdline"] or [])):
-            pids.add(p.info["pid"])
-    return pids
+def stop_own_daemons() -> list[int]:
+    """Kill the Kotlin compile daemons this process's builds started, and return their pids. A daemon
+    detaches from the build, but keeps the environment the build gave it, with this process's owner mark
+    (procs.Owner): one that was there before, another checkout's or an IDE's has none, and stays. One
+    that cannot be signalled (gone meanwhile, another user's) is left."""
+    stopped = []
+    for p in owned_by(os.getpid()):
+        try:
+            if any("KotlinCompileDaemon" in a for a in p.cmdline()):
+                p.kill()
+                stopped.append(p.pid)
+        except psutil.Error:
+            pass
+    return stopped
 
 
 def _write_versions(fw: Framework, env: dict, log_path: Path) -> None:
@@ -73,28 +86,26 @@ def build(fw: Framework, jdk: Jdk, log_path: Path, force: bool = False) -> tuple
     """Build fw unless its artifact is current; returns (artifact, seconds spent or None if skipped).
 
     Raises TargetFailed with the tail of the build log when the command fails or leaves no artifact.
-    A Kotlin compile daemon started by the build is killed: left running it would hold memory and
-    CPU and falsify every measurement after it.
+    A Kotlin compile daemon started by the build is killed (stop_own_daemons): left running it would
+    hold memory and CPU and falsify every measurement after it.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     env = {"MAVEN_OPTS": BUILD_TOOL_JVM, **os.environ, "JAVA_HOME": str(jdk.home),
-           "PATH": f"{jdk.home}/bin{os.pathsep}{os.environ.get('PATH', '')}"}
+           "PATH": f"{jdk.home}/bin{os.pathsep}{os.environ.get('PATH', '')}", OWNER_VAR: Owner.me().mark()}
     if not force and is_current(fw, jdk):
         if not (fw.path / VERSIONS_FILE).exists():   # built before the versions were kept
             _write_versions(fw, env, log_path)
         return fw.artifact_path, None
-    daemons_before = _kotlin_daemons()
     started = time.monotonic()
     try:
         with open(log_path, "wb") as log:
             rc = subprocess.run(list(fw.build_command), cwd=fw.path, env=env, stdin=subprocess.DEVNULL,
-                                stdout=log, stderr=subprocess.STDOUT).returncode
+                                stdout=log, stderr=subprocess.STDOUT, umask=SHARED_UMASK).returncode
     except FileNotFoundError as e:
         raise TargetFailed(f"build of {fw.name} failed: {e.filename} not found "
                            f"(install it, e.g. `apt-get install maven`)") from None
     finally:
-        for pid in _kotlin_daemons() - daemons_before:
-            psutil.Process(pid).kill()
+        stop_own_daemons()
     if rc != 0:
         raise TargetFailed(f"build of {fw.name} failed (exit {rc}); last lines of {log_path}:\n{log_tail(log_path)}")
     if not fw.artifact_path.exists():

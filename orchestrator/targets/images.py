@@ -28,6 +28,7 @@ from orchestrator.config.catalog import Framework, Target
 from orchestrator.errors import BenchError, MissingTool
 from orchestrator.infra.docker_engine import builder, client
 from orchestrator.infra.procs import require_tool
+from orchestrator.targets.build import SHARED_UMASK
 from orchestrator.targets.jdk import Jdk
 from orchestrator.targets.jvm import command_line
 
@@ -115,7 +116,7 @@ def bootstrap_debian(log) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-rootfs-") as tmp:
         root = Path(tmp) / "rootfs"
         r = subprocess.run([debootstrap, "--variant=minbase", "bookworm", str(root), mirror],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, umask=SHARED_UMASK)
         if r.returncode != 0:
             raise BenchError(f"debootstrap failed (exit {r.returncode}): {(r.stderr or r.stdout)[-800:]}")
         for rel in TRIM:
@@ -151,7 +152,7 @@ def bootstrap_jre(jdk: Jdk, debian: str, log) -> None:
         out = Path(tmp) / "jre"
         r = subprocess.run([str(jlink), "--add-modules", ",".join(modules), "--strip-debug", "--no-man-pages",
                             "--no-header-files", "--generate-cds-archive", "--output", str(out)],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, umask=SHARED_UMASK)
         if r.returncode != 0:
             raise BenchError(f"jlink failed: {(r.stderr or r.stdout)[-800:]}")
         shutil.copy(COMPOSE / "jre.Dockerfile", Path(tmp) / "Dockerfile")

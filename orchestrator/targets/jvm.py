@@ -1,13 +1,22 @@
-"""JVM command lines, and the JVM's own counters read from its hsperfdata file.
+"""JVM command lines, the JVM's own counters read from its hsperfdata file, and what bench trusts in a
+running JVM's file system.
 
 The counters (GC invocations and time, live threads) come from the memory-mapped file every
 HotSpot JVM publishes under /tmp/hsperfdata_<user>/<pid> (what jstat reads), so reading them
 attaches nothing to the server and costs it no CPU.
+
+A file the JVM writes for bench to take (a recording, a thread dump) goes into a folder made for it
+(`private_tmp`): a fixed name in the shared /tmp is one another user can put a link at first, which a
+JVM running as root would follow.
 """
 from __future__ import annotations
 
+import os
 import pwd
+import shutil
 import struct
+import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,12 +77,13 @@ def _perf_file(pid: int) -> Path | None:
     if user:
         candidates.append(Path(f"/tmp/hsperfdata_{user}/{pid}"))
     root = Path(f"/proc/{pid}/root/tmp")
-    ns_pid = _namespace_pid(pid)
+    ns_pid = namespace_pid(pid)
     candidates += sorted(root.glob(f"hsperfdata_*/{ns_pid}")) if root.exists() else []
     return next((c for c in candidates if c.exists()), None)
 
 
-def _namespace_pid(pid: int) -> int:
+def namespace_pid(pid: int) -> int:
+    """The pid the JVM knows itself by (a container's own), which names its files in /tmp."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("NSpid:"):
@@ -81,6 +91,30 @@ def _namespace_pid(pid: int) -> int:
     except OSError:
         pass
     return pid
+
+
+def owner_uid(pid: int) -> int:
+    """The effective user id a running process acts as (this machine's number for it); OSError once it exited."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Uid:"):
+            return int(line.split()[2])
+    raise OSError(f"process {pid} has no user id")
+
+
+@contextmanager
+def private_tmp(pid: int):
+    """A fresh folder in the JVM's own /tmp (a container's, through /proc/<pid>/root) that only the JVM's
+    user enters (and root): (the folder as the JVM names it, the folder as this process reaches it).
+    Removed with what is left in it."""
+    root = Path(f"/proc/{pid}/root")
+    outside = Path(tempfile.mkdtemp(prefix="bench-", dir=root / "tmp"))
+    try:
+        uid = owner_uid(pid)
+        if uid != os.geteuid():
+            os.chown(outside, uid, -1)   # a container's JVM runs as a user of its own
+        yield f"/{outside.relative_to(root)}", outside
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
 
 
 def parse_perfdata(data: bytes) -> dict[str, int | str]:

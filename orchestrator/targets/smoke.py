@@ -57,13 +57,15 @@ def survives(target: Target, started, settings, connections: int, logs: Path, po
     """'' when the target started on port survived a burst at `connections` on each of its scenarios
     and still answers by the contract afterwards; else why not, naming the scenario."""
     for name in target.framework.scenarios:
-        spec = LoadSpec(port=port, scenario=SCENARIOS[name], concurrency=connections, requests=connections,
+        scenario = SCENARIOS[name]
+        burst = f"{name} ({scenario.method} {scenario.path}) at {connections} connections"
+        spec = LoadSpec(port=port, scenario=scenario, concurrency=connections, requests=connections,
                         duration_s=0, cpus=settings.loadgen_cpus, timeout_s=DRAIN_S, host=host,
                         out_dir=logs / "smoke" / target.slug)
         try:
             r = drivers.get(GENERATOR).run(spec)
         except DriverFailed as e:
-            return f"{name} at {connections} connections: load generator failed: {e}"
+            return f"{burst}: load generator failed: {e}"
         try:   # the same wait as a start's
             wait_ready(started.server, port, target.framework.health_path, DRAIN_S, time.monotonic(), host)
             answered = True
@@ -71,14 +73,14 @@ def survives(target: Target, started, settings, connections: int, logs: Path, po
             answered = False
         code = started.server.exit_code()
         if code is not None:
-            return server_failure(f"{name} at {connections} connections: target exited with {code}",
+            return server_failure(f"{burst}: target exited with {code}",
                                   started.server.log_path)
         failed = _failures(r, connections)
         if failed:
-            return server_failure(f"{name} at {connections} connections: {failed} of {connections} requests failed",
+            return server_failure(f"{burst}: {failed} of {connections} requests failed",
                                   started.server.log_path)
         if not answered:
-            return server_failure(f"{name} at {connections} connections: no answer on "
+            return server_failure(f"{burst}: no answer to GET "
                                   f"{target.framework.health_path} within {DRAIN_S:.0f} s after the burst",
                                   started.server.log_path)
     after = verify(target, port, host)

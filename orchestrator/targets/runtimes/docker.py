@@ -25,7 +25,7 @@ from pathlib import Path
 import psutil
 
 from orchestrator.infra.cleanup import remove_orphans
-from orchestrator.infra.docker_engine import LABEL_OWNER, LABEL_RUN, USER, USER_ID, client, remote_address, run_container
+from orchestrator.infra.docker_engine import LABEL_RUN, USER, USER_ID, client, owner_labels, remote_address, run_container
 from orchestrator.infra.procs import beyond, scheduled_in, table_listeners
 from orchestrator.targets.jvm import JvmCounters, command_line, counters_of
 from orchestrator.targets.runtimes.base import LaunchSpec, Mount, Runtime, Server, Usage
@@ -162,7 +162,8 @@ class DockerRuntime(Runtime):
             if m.writable:
                 os.chown(m.host, USER_ID, USER_ID)   # the container's user writes it
         container = run_container(
-            self.images[fw.name], argv, cpus=spec.cpus, labels={**spec.labels, LABEL_OWNER: str(os.getpid())},
+            self.images[fw.name], argv, cpus=spec.cpus, labels={**spec.labels, **owner_labels()},
+            # the contract's variables alone (process.environment's reasons); the image gives PATH and the rest
             working_dir=APP_DIR, environment=spec.env, mem_limit=limit, memswap_limit=limit,
             volumes={str(m.host): {"bind": m.inside, "mode": "rw" if m.writable else "ro"} for m in spec.mounts},
             name=f"bench-{spec.labels.get(LABEL_RUN, 'x')}-{spec.target.slug}-{os.getpid()}")

@@ -1,14 +1,28 @@
-"""The process runtime: the target's JVM as a local process pinned with taskset."""
+"""The process runtime: the target's JVM as a local process pinned with taskset, in an environment of
+its own (`environment`)."""
 from __future__ import annotations
 
 import contextlib
 import os
+import pwd
+from pathlib import Path
 
 import psutil
 
 from orchestrator.infra.procs import scheduled_in, spawn, stop
 from orchestrator.targets.jvm import command_line, parse_cpus
 from orchestrator.targets.runtimes.base import LaunchSpec, Runtime, Server, Usage
+
+
+def environment(contract: dict[str, str], java: str) -> dict[str, str]:
+    """What a target's JVM starts with: the contract's variables (the infrastructure's, the pools', the
+    variant's own) and what a JVM needs, never bench's own environment, which holds the user's
+    credentials and settings and which the target may write into the run's folder (Flight Recorder, a
+    crash report, its log). A PATH of the run's JDK and the system's programs, a UTF-8 locale alike for
+    every user, and HOME as the user's account gives it, which the JVM reads from there anyway
+    (user.home): it tells nothing new."""
+    return {"PATH": os.pathsep.join([str(Path(java).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+            "LANG": "C.UTF-8", "HOME": pwd.getpwuid(os.geteuid()).pw_dir, **contract}
 
 
 class ProcessServer(Server):
@@ -61,9 +75,7 @@ class ProcessRuntime(Runtime):
 
     def start(self, spec: LaunchSpec, java: str) -> Server:
         argv = command_line(spec.target, java, spec.jvm_opts, str(spec.artifact))
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("JAVA_TOOL", "_JAVA", "JDK_JAVA"))}
-        env.update(spec.env)
         spec.log_path.parent.mkdir(parents=True, exist_ok=True)
-        popen = spawn(argv, log_path=spec.log_path, cwd=spec.target.framework.path, env=env, cpus=spec.cpus,
-                      netns=spec.netns)
+        popen = spawn(argv, log_path=spec.log_path, cwd=spec.target.framework.path, env=environment(spec.env, java),
+                      cpus=spec.cpus, netns=spec.netns)
         return ProcessServer(popen, spec.log_path)

@@ -1,0 +1,237 @@
+"""A study's finding, decided by the judge from the repeats: an order of targets on one metric, a lead
+of some targets over others (each ahead of each), or a trend of one target over load levels (it
+grows, or grows in proportion).
+
+Every form comes down to pairs of cells, each claimed "this figure is above that one" (a throughput
+higher, a latency lower, a latency at 2,000 connections higher than at 1,000). The judge's rule decides
+each pair (judge.lead: Welch's t on the logarithms of the repeats), Holm's adjustment holds the claim's
+pairs to one 5 % error, and the claim:
+
+- holds when every pair is decided the study's way;
+- does not hold when one pair is decided the other way (it is named);
+- cannot tell at these repeats otherwise: the pair within the noise is named, with the repeats a side
+  that would tell its lead as measured, or the pair that was withheld and why.
+
+A cell whose flags only slowed it (bias.py) still counts where its bias cannot have made the pair:
+a throughput measured slowed is at most the truth, so it may be the higher side of a pair, never the
+lower; a latency the other way round. Any other flag, a failed repeat or a missing cell withholds.
+
+"Linear" is growth in proportion to the load level (a latency that doubles with the connections, as
+Little's law has it for a pool that is full): each step's ratio, at the interval of alpha over the
+steps, must lie within LINEAR_BAND of the levels' ratio; outside it on both ends it does not hold.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from orchestrator import lazy
+from orchestrator.config.modes import base_id
+from orchestrator.results import bias, judge
+from orchestrator.results.analysis import METRICS, fmt, summary
+
+pd = lazy.module("pandas")
+
+FORMS = ("order", "lead", "trend")
+SHAPES = ("grows", "linear")
+LINEAR_BAND = 0.25
+NEAREST, FARTHEST = "nearest", "farthest"
+REQUIRED = {"order": ("claim", "scenario", "metric", "targets"),
+            "lead": ("claim", "scenario", "metric", "targets", "over"),
+            "trend": ("claim", "target", "scenario", "metric", "levels", "shape")}
+# `study`: the study's figure for each target (order; lead: its targets, then those it leads) or level
+# (trend), where the study gives them (some give only a chart and its reading)
+OPTIONAL = ("form", "study", "level", "network", "differs")
+
+
+def check(claim: dict) -> str | None:
+    """What is wrong with an order or trend claim's fields, or None."""
+    form = claim["form"]
+    missing = [f for f in REQUIRED[form] if f not in claim]
+    if missing:
+        return f"a claim of form '{form}' needs {', '.join(missing)}"
+    unknown = set(claim) - {*REQUIRED[form], *OPTIONAL}
+    if unknown:
+        return f"unknown field(s) {', '.join(sorted(unknown))}; valid: {', '.join((*REQUIRED[form], *OPTIONAL))}"
+    if not isinstance(claim["claim"], str) or not claim["claim"].strip():
+        return "needs claim (text: the study's words and figures)"
+    if claim["metric"] not in METRICS or not METRICS[claim["metric"]].ranked:
+        return f"metric '{claim['metric']}' is not one of {', '.join(m for m in METRICS if METRICS[m].ranked)}"
+    if form == "trend":
+        if not _listed(claim["levels"], (int, float), 2):
+            return "levels must list two or more load levels (numbers)"
+    elif not _listed(claim["targets"], str, 2 if form == "order" else 1):
+        return f"targets must list {'two' if form == 'order' else 'one'} or more targets"
+    if form == "lead" and not _listed(claim["over"], str, 1):
+        return "over must list the targets the claim's targets lead"
+    sides = len(claim["levels"]) if form == "trend" else len(claim["targets"]) + len(claim.get("over", []))
+    if "study" in claim and not _listed(claim["study"], (int, float), sides, exact=True):
+        return f"study must list the study's figure for each of the {sides} {'levels' if form == 'trend' else 'targets'}"
+    if form == "trend" and claim["shape"] not in SHAPES:
+        return f"shape '{claim['shape']}' is not one of {', '.join(SHAPES)}"
+    if "network" in claim and not isinstance(claim["network"], str):
+        return f"network must be a level's name, '{NEAREST}' or '{FARTHEST}'"
+    return None
+
+
+def _listed(values, kind, least: int, exact: bool = False) -> bool:
+    return (isinstance(values, list) and (len(values) == least if exact else len(values) >= least)
+            and all(isinstance(v, kind) and not isinstance(v, bool) for v in values))
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two cells claimed high > low in the metric's raw value (a throughput ahead, a latency behind, a
+    later level above an earlier one), named for the verdict, with the study's own ratio high / low."""
+    high: dict | None
+    low: dict | None
+    label: str
+    study_ratio: float
+
+
+def judge_claim(df: pd.DataFrame, claim: dict, x: str = "concurrency") -> list[dict]:
+    """The claim judged in each mode its targets ran in (cold, with an AOT cache) and, for an order
+    with no `level`, at each load level: rows of claim, here, verdict, evidence, differs."""
+    rows = _rows(df, claim)
+    summ = summary(rows, x, [claim["metric"]]) if len(rows) else pd.DataFrame(columns=["target", x])
+    cells = {(c["target"], c[x]): c for c in summ.to_dict("records")}
+    suffixes = sorted({t[len(base_id(t)):] for t in summ["target"]}) or [""]
+    if claim["form"] == "trend":
+        return [_judged(claim, x, cells, suffix, None) for suffix in suffixes]
+    levels = [claim["level"]] if "level" in claim else sorted({lv for (_, lv) in cells}) or [None]
+    return [_judged(claim, x, cells, suffix, level) for suffix in suffixes for level in levels]
+
+
+def _rows(df: pd.DataFrame, claim: dict) -> pd.DataFrame:
+    wanted = {claim["target"]} if claim["form"] == "trend" else {*claim["targets"], *claim.get("over", [])}
+    rows = df[(df["scenario"] == claim["scenario"]) & df["target"].map(base_id).isin(wanted)]
+    network = claim.get("network")
+    if network and "network" in rows:
+        if network in (NEAREST, FARTHEST):
+            rtt = rows.groupby("network")["network_rtt_ms"].median().dropna()
+            network = (rtt.idxmin() if network == NEAREST else rtt.idxmax()) if len(rtt) else None
+        rows = rows[rows["network"] == network]
+    return rows
+
+
+def _judged(claim: dict, x: str, cells: dict, suffix: str, level) -> dict:
+    study = claim.get("study")
+    if claim["form"] == "trend":
+        levels = claim["levels"]
+        names = [f"{claim['target']}{suffix} at {x} {lv:g}" for lv in levels]
+        sides = [cells.get((claim["target"] + suffix, lv)) for lv in levels]
+        where = ""
+        pairs = [Pair(sides[i + 1], sides[i], f"{names[i + 1]} above {names[i]}", _ratio(study, i + 1, i))
+                 for i in range(len(sides) - 1)]
+        steps = [levels[i + 1] / levels[i] for i in range(len(levels) - 1)] if claim["shape"] == "linear" else None
+    else:
+        names = [t + suffix for t in (*claim["targets"], *claim.get("over", []))]
+        sides = [cells.get((n, level)) for n in names]
+        where = "" if level is None else f" at {x} {level:g}"
+        # an order: each target ahead of the next; a lead: each of `targets` ahead of each of `over`
+        ahead = [(i, i + 1) for i in range(len(names) - 1)] if claim["form"] == "order" else \
+            [(i, j) for i in range(len(claim["targets"])) for j in range(len(claim["targets"]), len(names))]
+        # where lower is better, the one behind has the higher figure
+        up = METRICS[claim["metric"]].higher_is_better
+        pairs = [Pair(*((sides[i], sides[j]) if up else (sides[j], sides[i])), f"{names[i]} ahead of {names[j]}",
+                      _ratio(study, i, j) if up else _ratio(study, j, i)) for i, j in ahead]
+        steps = None
+    verdict, evidence = decide(pairs, claim["metric"], steps)
+    here = "; ".join(_here(c, n, claim["metric"]) for c, n in zip(sides, names))
+    scenario = claim["scenario"] + (f" ({claim['network']})" if claim.get("network") else "")
+    return {"claim": claim["claim"], "here": f"{scenario}{where}: {here}", "verdict": verdict,
+            "evidence": evidence, "differs": claim.get("differs", "")}
+
+
+def _ratio(study: list | None, high: int, low: int) -> float:
+    """The study's own ratio of two of its figures (NaN where it gave none)."""
+    return study[high] / study[low] if study and study[low] else math.nan
+
+
+def _here(cell: dict | None, name: str, metric: str) -> str:
+    if cell is None:
+        return f"{name} not measured"
+    unit = METRICS[metric].unit
+    spread = f" ({fmt(cell[metric + '_min'])}-{fmt(cell[metric + '_max'])}, {cell['ok']} of {cell['repeats']})"
+    flagged = f" ⚠ {cell['check_flags']}" if cell["check_flags"] else ""
+    return f"{name} {fmt(cell[metric], unit)}{spread}{flagged}"
+
+
+def _unusable(cell: dict | None, metric: str, truth: str) -> str:
+    """Why a cell cannot stand on its side of a pair ('' when it can). truth: what the pair needs of
+    the cell's true figure against the one measured ("at least": the high side, "at most": the low)."""
+    if cell is None:
+        return "not measured"
+    if cell["state"] in ("failed", "partial"):
+        return f"{cell['ok']} of {cell['repeats']} repeats ran"
+    if cell["state"] == "flagged" and bias.bound(cell["check_flags"], metric) != truth:
+        return f"flagged {cell['check_flags']}"
+    return ""
+
+
+def decide(pairs: list[Pair], metric: str, steps: list[float] | None = None,
+           alpha: float = judge.ALPHA) -> tuple[str, str]:
+    """(verdict, evidence) of a claim made of pairs; steps: each pair's ratio in proportion (linear)."""
+    leads = [judge.lead(_values(p.high, metric), _values(p.low, metric)) if p.high and p.low else None
+             for p in pairs]
+    p_adj = judge.holm(pd.Series([lead.p if lead and not lead.why else math.nan for lead in leads], dtype=float))
+    family = alpha / max(1, len(pairs))
+    said, against, open_ = [], [], []
+    for i, (pair, lead) in enumerate(zip(pairs, leads)):
+        decided = lead is not None and not lead.why and p_adj[i] < alpha
+        agrees = lead is not None and lead.ratio > 1
+        # the side the pair measured: for the study it needs the high side's truth at least as high
+        withheld = (_unusable(pair.high, metric, "at least") or _unusable(pair.low, metric, "at most")) if agrees \
+            else (_unusable(pair.high, metric, "at most") or _unusable(pair.low, metric, "at least"))
+        text = _pair_text(pair, lead, p_adj[i], steps[i] if steps else None)
+        if withheld:
+            open_.append(f"{pair.label}: withheld ({withheld})")
+        elif lead is None or lead.why:
+            open_.append(f"{pair.label}: {lead.why if lead else 'not measured'}")
+        elif decided and not agrees:
+            against.append(pair.label)
+        elif not decided:
+            size = abs(100 * (lead.ratio - 1))
+            open_.append(f"{pair.label}: within noise (a lead of {size:.0f}% needs "
+                         f"{lead.repeats_for(max(size, 1.0), family)} repeats a side)")
+        elif steps:
+            band = _in_band(judge.lead(_values(pair.high, metric), _values(pair.low, metric), alpha=family), steps[i])
+            if band is False:
+                against.append(f"{pair.label} (not in proportion to the levels)")
+            elif band is None:
+                open_.append(f"{pair.label}: grows, but in proportion cannot be told at these repeats")
+        said.append(text)
+    if against:
+        verdict = f"does not hold: {'; '.join(against)}"
+    elif open_:
+        verdict = f"cannot tell at these repeats: {'; '.join(open_)}"
+    else:
+        verdict = "holds"
+    return verdict, " | ".join(said)
+
+
+def _in_band(lead: judge.Lead, ratio: float) -> bool | None:
+    """True when the step's interval lies within LINEAR_BAND of the levels' ratio, False when it lies
+    wholly outside it, None in between."""
+    lo, hi = ratio * (1 - LINEAR_BAND), ratio * (1 + LINEAR_BAND)
+    if lo <= lead.low and lead.high <= hi:
+        return True
+    if lead.high < lo or lead.low > hi:
+        return False
+    return None
+
+
+def _values(cell: dict, metric: str):
+    values = cell.get(f"{metric}_values")
+    return list(values) if isinstance(values, (tuple, list)) else [cell[metric]]
+
+
+def _pair_text(pair: Pair, lead: judge.Lead | None, p_adj: float, step: float | None) -> str:
+    if lead is None:
+        return f"{pair.label}: not measured"
+    study = f"; the study ×{pair.study_ratio:.2f}" if math.isfinite(pair.study_ratio) else ""
+    if lead.why:
+        return f"{pair.label}: ×{lead.ratio:.2f} here ({lead.why}){study}"
+    levels = f", levels ×{step:g}" if step else ""
+    return (f"{pair.label}: ×{lead.ratio:.2f} here (95% CI ×{lead.low:.2f} to ×{lead.high:.2f}, Holm p "
+            f"{p_adj:.3g}{levels}){study}")

@@ -1,0 +1,347 @@
+"""Files that are not what their names say, fed to every command that reads that kind of file: each answers
+in one line on stderr and exit 2, without a traceback and without waiting (a FIFO opened for reading waits
+for a writer forever, so every command runs under a timeout). No JVM starts: these errors come first.
+
+About 130 commands: each runs the real `bench` main in a child forked from this process, which has imported
+bench and pandas already, so that a command costs milliseconds rather than the second of imports a fresh
+interpreter spends (tests/test_pipeline.py starts `python -m orchestrator.cli` itself)."""
+from __future__ import annotations
+
+import contextlib
+import gc
+import io
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import warnings
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pandas  # noqa: F401  (imported before the forks, which then share it)
+import pytest
+from conftest import FIXTURES
+
+from orchestrator.cli import app
+from orchestrator.config import catalog, profiles, scenarios
+from orchestrator.config.catalog import CONTRACT_ENV, Target, discover, load_manifest, select
+from orchestrator.errors import BadFile, ManifestError
+from orchestrator.infra.backends import Infra
+from orchestrator.results import store as results
+from orchestrator.targets.verify import verify
+
+# Far beyond the tenths of a second a command takes to fail; one that hangs on a FIFO never returns.
+HANG_S = 60
+
+
+def not_utf8(p: Path) -> None:
+    p.write_bytes(b'name = "caf\xe9"\n')
+
+
+def binary(p: Path) -> None:
+    p.write_bytes(bytes(range(256)) * 8)
+
+
+# Each kind of bad file, made at a path.
+BAD = {
+    "not UTF-8": not_utf8,
+    "a folder": Path.mkdir,
+    "a FIFO": os.mkfifo,
+    "a device": lambda p: p.symlink_to("/dev/zero"),
+    "binary": binary,
+    "empty": lambda p: p.write_bytes(b""),
+}
+# What each kind is called in its line (an empty TOML file is valid TOML that misses its fields).
+SAID = {"not UTF-8": "not UTF-8 text", "a folder": "a folder, not a file", "a FIFO": "a FIFO",
+        "a device": "a device, not a file", "binary": "binary file"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm_command_line(tmp_path_factory):
+    """One command in this process before the forks: what the command line imports and builds on its first
+    parse (Typer's adapters, about a second) is then done once, not in every child."""
+    argv, showwarning, sigint = sys.argv, warnings.showwarning, signal.getsignal(signal.SIGINT)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()) as said, pytest.raises(SystemExit):
+            sys.argv = ["bench", "results", "none", "--results-dir", str(tmp_path_factory.mktemp("none"))]
+            app.main()
+        assert "no run 'none'" in said.getvalue()
+    finally:   # what main sets for a command, given back to pytest
+        sys.argv, warnings.showwarning = argv, showwarning
+        signal.signal(signal.SIGINT, sigint)
+    gc.freeze()   # the children then leave this process's objects untouched (no copy of their pages)
+
+
+def bench(*args: str, frameworks: Path = FIXTURES) -> subprocess.CompletedProcess:
+    """`bench ARGS` with its catalog at frameworks, in a forked child; killed (and the test failed) if it runs
+    past HANG_S."""
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.dup2(out.fileno(), 1)
+            os.dup2(err.fileno(), 2)
+            sys.stdout, sys.stderr = open(1, "w", closefd=False), open(2, "w", closefd=False)
+            catalog.FRAMEWORKS_DIR = frameworks   # what BENCH_FRAMEWORKS_DIR sets when bench starts
+            sys.argv = ["bench", *args]
+            app.main()
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else int(e.code is not None)
+        except BaseException:  # noqa: BLE001  (printed, as an uncaught exception would be, and the child exits 1)
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    deadline = time.monotonic() + HANG_S
+    while not (done := os.waitpid(pid, os.WNOHANG))[0]:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail(f"bench {' '.join(args)} did not end within {HANG_S} s")
+        time.sleep(0.01)
+    out.seek(0)
+    err.seek(0)
+    return subprocess.CompletedProcess(["bench", *args], os.waitstatus_to_exitcode(done[1]),
+                                       out.read().decode(errors="replace"), err.read().decode(errors="replace"))
+
+
+def one_line(r, *names: str) -> str:
+    """The command failed as a usage error in one line on stderr that names what is wrong."""
+    said = f"bench {' '.join(r.args[1:])}:\n{r.stdout}{r.stderr}"
+    assert r.returncode == 2, said
+    assert "Traceback" not in r.stdout + r.stderr, said
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), said
+    for name in names:
+        assert name in lines[0], said
+    return lines[0]
+
+
+def each_fails(commands: list[list[str]], *names: str, frameworks: Path = FIXTURES) -> None:
+    """Every command fails in one line naming names."""
+    for args in commands:
+        one_line(bench(*args, frameworks=frameworks), *names)
+
+
+@pytest.fixture
+def frameworks(tmp_path) -> Path:
+    """A catalog of the fixture framework and one folder, bad/, whose framework.toml a test makes bad."""
+    root = tmp_path / "frameworks"
+    (root / "bad").mkdir(parents=True)
+    (root / "fixture").symlink_to(FIXTURES / "fixture")
+    return root
+
+
+@pytest.mark.parametrize("kind", BAD)
+def test_a_bad_framework_toml(frameworks, tmp_path, kind):
+    BAD[kind](frameworks / "bad" / "framework.toml")
+    said = SAID.get(kind, "field 'name': missing")
+    listed = bench("list", frameworks=frameworks)
+    one_line(listed, "bad/framework.toml", said)
+    assert "fixture:ok" in listed.stdout   # the others are listed
+    not_a_folder = tmp_path / "results"
+    not_a_folder.write_text("")   # should a run pass the catalog, it stops there, before anything starts
+    each_fails([["verify", "-f", "bad"], ["run", "-f", "bad:x", "--results-dir", str(not_a_folder)],
+                ["run", "--results-dir", str(not_a_folder)]],   # every framework: the bad one too
+               "bad/framework.toml", said, frameworks=frameworks)
+
+
+def test_a_bad_framework_folder_leaves_the_others_with_a_warning(frameworks):
+    (frameworks / "bad" / "framework.toml").mkdir()
+    catalog = discover(frameworks)
+    assert list(catalog) == ["fixture"] and list(catalog.broken) == ["bad"]
+    with pytest.warns(UserWarning, match="frameworks folder 'bad' skipped: .*bad/framework.toml: a folder"):
+        assert select(catalog, ["fixture:ok"], None)[0].id == "fixture:ok"
+    with pytest.raises(BadFile, match="a folder, not a file"):
+        select(catalog, None, None)
+
+
+@pytest.mark.parametrize("kind", BAD)
+def test_a_bad_profile_or_topology_file(tmp_path, kind):
+    path, not_a_folder = tmp_path / "p.toml", tmp_path / "results"
+    BAD[kind](path)
+    not_a_folder.write_text("")   # should a file read as a good one, the run stops there, before anything starts
+    run = ["run", "-f", "fixture:ok", "--results-dir", str(not_a_folder)]
+    each_fails([[*run, "--profile", str(path)]], "p.toml", SAID.get(kind, "'kind'"))
+    # an empty file is a topology of every default (everything here), so --topology says the results folder
+    each_fails([[*run, "--topology", str(path)]], "p.toml" if kind != "empty" else "not a folder")
+    if kind != "empty":
+        with pytest.raises(BadFile, match=SAID[kind]):
+            profiles.load(str(path))
+
+
+def row(**kw) -> dict:
+    return {"run_id": "r1", "target": "a:b", "framework": "a", "variant": "b", "scenario": "json", "concurrency": 64,
+            "repeat": 1, "status": "ok", "reason": "", "requests": 1000, "rps": 100.0, "latency_p99_ms": 3.5,
+            "check_flags": "", **kw}
+
+
+def make_run(root: Path, run_id: str, second: int) -> results.RunStore:
+    store = results.RunStore(root / run_id)
+    store.create({"run_id": run_id, "started_at": f"2026-01-01T00:00:0{second}", "status": "done",
+                  "git_commit": "0" * 40, "host": {}, "plan": {}})
+    store.add(row(run_id=run_id), series=[{"run_id": run_id, "target": "a:b", "scenario": "json", "second": 0}])
+    return store
+
+
+def truncated(p: Path) -> None:
+    data = p.read_bytes()
+    p.write_bytes(data[: len(data) // 2])
+
+
+def replace(p: Path, kind: str) -> None:
+    p.unlink()
+    BAD[kind](p)
+
+
+def run_commands(root: Path) -> list[list[str]]:
+    """Every command that reads a run folder's files, each given run1 (compare: beside run2)."""
+    where = ["--results-dir", str(root)]
+    return [["results", "run1", *where], ["report", "run1", *where], ["compare", "run1", "run2", *where],
+            ["run", "--resume", "run1", *where]]
+
+
+@pytest.mark.parametrize("kind", [*BAD, "not JSON", "a JSON list"])
+def test_a_bad_run_json(tmp_path, kind):
+    bad, _ = make_run(tmp_path, "run1", 1), make_run(tmp_path, "run2", 2)
+    path = bad.dir / results.RUN_JSON
+    if kind == "not JSON":
+        path.write_text('{"run_id": "run1", "started_')
+    elif kind == "a JSON list":
+        path.write_text("[]\n")
+    else:
+        replace(path, kind)
+    said = {"not JSON": "not valid JSON", "a JSON list": "not the object a run writes", "empty": "not valid JSON"}
+    each_fails([*run_commands(tmp_path), ["parity", "run1", "--results-dir", str(tmp_path)]], "run1/run.json",
+               {**SAID, **said}[kind])
+    # listing the runs skips it, with a warning line, and shows the newest that reads
+    r = bench("results", "--results-dir", str(tmp_path))
+    assert r.returncode == 0 and "run run2" in r.stdout, r.stdout + r.stderr
+    assert r.stderr.strip().splitlines() == [r.stderr.strip()] and "skipping run folder run1" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("kind", ["truncated", *BAD])
+def test_a_bad_parquet_file(tmp_path, kind):
+    bad, _ = make_run(tmp_path, "run1", 1), make_run(tmp_path, "run2", 2)
+    path = bad.dir / results.MEASUREMENTS
+    truncated(path) if kind == "truncated" else replace(path, kind)
+    said = SAID[kind] if kind in ("a folder", "a FIFO", "a device") else "not a readable Parquet file"
+    each_fails(run_commands(tmp_path), "run1/measurements.parquet", said)
+    with pytest.raises(BadFile, match=said):
+        results.load(bad.dir)
+
+
+def test_a_truncated_timeseries(tmp_path):
+    bad = make_run(tmp_path, "run1", 1)
+    truncated(bad.dir / results.TIMESERIES)
+    each_fails([["report", "run1", "--results-dir", str(tmp_path)], ["run", "--resume", "run1", "--results-dir",
+                                                                        str(tmp_path)]],
+               "run1/timeseries.parquet", "not a readable Parquet file")
+    with pytest.raises(BadFile, match="not a readable Parquet file"):
+        results.load_timeseries(bad.dir)
+
+
+def test_results_dir_that_is_a_file(tmp_path):
+    file = tmp_path / "results"
+    file.write_text("")
+    each_fails([[*args, "--results-dir", str(file)] for args in (
+        ["results"], ["results", "run1"], ["report"], ["compare", "a", "b"], ["run", "--resume", "run1"],
+        ["run", "-f", "fixture:ok"], ["noise", "-f", "fixture"])], str(file), "not a folder")
+
+
+def test_a_run_json_without_a_plan_is_named_on_resume(tmp_path):
+    store = make_run(tmp_path, "run1", 1)
+    meta = store.meta()
+    del meta["plan"]
+    store.write_meta(meta)
+    one_line(bench("run", "--resume", "run1", "--results-dir", str(tmp_path)),
+             "run1/run.json: holds no plan that loads (KeyError")
+
+
+MANIFEST = '''
+name = "demo"
+description = "a demo"
+language = "java"
+server = "jdk"
+scenarios = ["plaintext"]
+[build]
+command = ["true"]
+artifact = "target/demo.jar"
+[start]
+command = ["{java}", "{jvm_opts}", "-jar", "{artifact}"]
+[variants.one]
+default = true
+description = "the one"
+env = { %s = "x" }
+'''
+
+
+@pytest.mark.parametrize("name", ["LD_PRELOAD", "LD_LIBRARY_PATH", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS",
+                                  "JDK_JAVA_OPTIONS", "CLASSPATH", *CONTRACT_ENV])
+def test_a_variant_may_not_set_what_takes_over_the_jvm_or_the_contracts_variables(tmp_path, name):
+    (tmp_path / "demo").mkdir()
+    path = tmp_path / "demo" / "framework.toml"
+    path.write_text(MANIFEST % name)
+    with pytest.raises(ManifestError, match=f"field 'variants.one.env.{name}': a variant may not set {name}"):
+        load_manifest(path)
+
+
+def test_a_variant_may_set_its_own_variables_and_the_pool_sizes(tmp_path):
+    (tmp_path / "demo").mkdir()
+    path = tmp_path / "demo" / "framework.toml"
+    for name in ("SPRING_PROFILES_ACTIVE", "DB_POOL_SIZE", "REDIS_POOL_SIZE"):
+        path.write_text(MANIFEST % name)
+        assert load_manifest(path).variants["one"].env == {name: "x"}
+
+
+def test_the_refused_names_cover_every_variable_the_run_sets():
+    """The contract's variables are those the run hands a target (backends.Infra.env, environment.py)."""
+    given = Infra(redis_port=1, db_port=2, password="p", data_dir="/tmp").env()
+    assert set(given) | {"PORT", "BIND_ADDRESS", "BACKEND_URL"} <= set(CONTRACT_ENV)
+
+
+class OldContract(BaseHTTPRequestHandler):
+    """A stranger's target written to an older contract: /sleep right, but it sleeps whatever ms it is
+    given (60001 too) instead of answering 400."""
+    released = threading.Event()
+
+    def do_GET(self):
+        if self.path == "/sleep?ms=60001":
+            self.released.wait(30)
+            return
+        ok = self.path == "/sleep?ms=100"
+        body = b'{"sleptMs":100}' if ok else b"bad parameter"
+        self.send_response(200 if ok else 400)
+        self.send_header("Content-Type", "application/json" if ok else "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_):
+        pass
+
+
+def test_verification_names_the_request_a_target_did_not_answer(tmp_path, monkeypatch):
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "framework.toml").write_text(
+        MANIFEST.replace('scenarios = ["plaintext"]', 'scenarios = ["sleep"]') % "A")
+    fw = load_manifest(tmp_path / "demo" / "framework.toml")
+    monkeypatch.setattr(scenarios, "ANSWER_TIMEOUT_S", 0.5)   # the contract's 10 s, shortened for the test
+    server = ThreadingHTTPServer(("127.0.0.1", 0), OldContract)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        v = verify(Target(fw, fw.default_variant), server.server_address[1])
+    finally:
+        OldContract.released.set()
+        server.shutdown()
+        server.server_close()
+    assert v.failures == ["sleep: GET /sleep?ms=60001: no answer within 0.5 s (the contract rejects ms over 60000 "
+                          "with 400)"]

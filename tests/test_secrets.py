@@ -1,0 +1,133 @@
+"""No secret and no environment in any file a run leaves, and the run's folder readable by its owner
+only: a real fixture JVM recorded by Flight Recorder on the redis scenario (its password is the
+database's too: backends.Infra.env), with a canary variable in the orchestrator's environment (slow).
+Fast: the target's environment, the JVM's private temporary folder, the attach socket's owner."""
+from __future__ import annotations
+
+import os
+import pwd
+import secrets
+import socket
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import PORTS, ROOT, bench_env, owned, wait_for
+
+from orchestrator.measure import thread_dumps
+from orchestrator.targets.jvm import private_tmp
+from orchestrator.targets.runtimes.process import environment
+
+JFR = Path("/usr/lib/jvm/temurin-25-jdk-amd64/bin/jfr")
+
+
+def environment_of(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    return dict(item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item)
+
+
+def readable_text(path: Path) -> list[bytes]:
+    """What a file says, as a reader would see it: its bytes, a recording decoded by the JDK's own
+    `jfr print`, a parquet file's every cell (its pages are compressed)."""
+    texts = [path.read_bytes()]
+    if path.suffix == ".jfr":
+        done = subprocess.run([str(JFR), "print", str(path)], capture_output=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert b"jdk.ExecutionSample" in done.stdout   # decoded, not an empty answer
+        texts.append(done.stdout)
+    elif path.suffix == ".parquet":
+        df = pd.read_parquet(path)
+        texts.append(df.to_csv().encode() + " ".join(df.columns).encode())
+    return texts
+
+
+def leaks(run_dir: Path, needles: dict[str, str]) -> list[str]:
+    found = []
+    for path in sorted(p for p in run_dir.rglob("*") if p.is_file()):
+        for text in readable_text(path):
+            found += [f"{name} in {path.relative_to(run_dir)}" for name, value in needles.items()
+                      if value.encode() in text]
+    return found
+
+
+def loose_modes(run_dir: Path) -> list[str]:
+    """Files and folders of the run that anyone but its owner may read, write or enter."""
+    return [f"{oct(stat.S_IMODE(p.stat().st_mode))} {p.relative_to(run_dir.parent)}"
+            for p in [run_dir, *run_dir.rglob("*")]
+            if stat.S_IMODE(p.stat().st_mode) != (0o700 if p.is_dir() else 0o600)]
+
+
+@pytest.mark.slow   # a JVM, Redis, MariaDB, wrk, Flight Recorder
+def test_a_recorded_run_leaves_no_password_and_no_environment_and_only_its_owner_reads_it(results_dir, tmp_path):
+    canary = secrets.token_hex(16)
+    out = tmp_path / "bench.out"
+    argv = [sys.executable, "-m", "orchestrator.cli", "run", *PORTS, "-f", "fixture:ok", "-s", "redis", "--jfr",
+            "-c", "4", "--warmup", "1s", "--warmup-max", "1s", "-d", "1s", "--results-dir", str(results_dir)]
+    with open(out, "w") as log:
+        bench = subprocess.Popen(argv, cwd=ROOT, env=bench_env(BENCH_TEST_CANARY=canary), stdout=log,
+                                 stderr=subprocess.STDOUT)
+        try:
+            (jvm, *_) = wait_for(lambda: owned(bench.pid, "Fixture"), what="the fixture's JVM")
+            target_env = environment_of(jvm.pid)
+        finally:
+            code = bench.wait(timeout=600)
+    assert code == 0, out.read_text()[-3000:]
+    password = target_env["REDIS_PASSWORD"]
+    assert target_env["DB_PASSWORD"] == password and len(password) >= 16
+    (run_dir,) = results_dir.iterdir()
+    assert list(run_dir.rglob("*.jfr")), "no recording: nothing was searched"
+    assert leaks(run_dir, {"the password": password, "the canary": canary}) == []
+    assert loose_modes(run_dir) == []
+    # what the target started with: the contract's variables and what a JVM needs, not bench's environment
+    assert "BENCH_TEST_CANARY" not in target_env and "BENCH_FRAMEWORKS_DIR" not in target_env, sorted(target_env)
+
+
+def test_a_target_s_environment_is_the_contract_s_and_what_a_jvm_needs_never_bench_s(monkeypatch):
+    monkeypatch.setenv("BENCH_TEST_CANARY", "x")
+    env = environment({"REDIS_PASSWORD": "p", "PORT": "1"}, "/opt/jdk/bin/java")
+    assert set(env) == {"REDIS_PASSWORD", "PORT", "PATH", "LANG", "HOME"}
+    assert env["PATH"].split(":")[0] == "/opt/jdk/bin" and env["HOME"] == pwd.getpwuid(os.geteuid()).pw_dir
+    # a variant's own value wins over what a JVM gets by default
+    assert environment({"LANG": "de_DE.UTF-8"}, "/opt/jdk/bin/java")["LANG"] == "de_DE.UTF-8"
+
+
+@pytest.fixture
+def sleeper():
+    """A process of another user (nobody) when this one is root, else of this one: the JVM stand-in whose
+    /tmp (through /proc/<pid>/root) and user the checks read."""
+    other = os.geteuid() == 0
+    p = subprocess.Popen(["sleep", "60"], user=65534 if other else None)
+    yield p, 65534 if other else os.geteuid()
+    p.kill()
+    p.wait()
+
+
+def test_the_jvm_s_temporary_folder_is_fresh_its_user_s_alone_and_removed_after(sleeper):
+    p, uid = sleeper
+    with private_tmp(p.pid) as (inside, outside):
+        assert outside == Path(f"/proc/{p.pid}/root{inside}") and inside.startswith("/tmp/bench-")
+        st = outside.stat()
+        assert stat.S_IMODE(st.st_mode) == 0o700 and st.st_uid == uid
+        (outside / "dump.json").write_text("{}")
+    assert not outside.exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: a socket of another user at the JVM's attach name")
+def test_an_attach_socket_that_is_not_the_jvm_s_user_s_is_not_trusted(sleeper):
+    p, uid = sleeper
+    sock_path = Path(f"/tmp/.java_pid{p.pid}")
+    with socket.socket(socket.AF_UNIX) as planted:
+        planted.bind(str(sock_path))
+        try:
+            os.chown(sock_path, uid + 1, -1)
+            with pytest.raises(thread_dumps.AttachFailed, match="not trusted"):
+                thread_dumps.jcmd(p.pid, "VM.version")
+            os.chown(sock_path, uid, -1)   # the JVM's own: trusted (and answers nothing, not being a JVM)
+            with pytest.raises(thread_dumps.AttachFailed) as e:
+                thread_dumps.jcmd(p.pid, "VM.version", timeout_s=1)
+            assert "not trusted" not in str(e.value)
+        finally:
+            sock_path.unlink()
