@@ -172,6 +172,12 @@ def tree(run) -> set[str]:
     return {str(p.relative_to(run)) for p in run.rglob("*") if p.is_file()}
 
 
+@pytest.fixture(autouse=True)
+def own_run_lock(tmp_path, monkeypatch):
+    """bench prune takes the run lock: a lock of the test's own, so that a user's live run does not fail it."""
+    monkeypatch.setenv("BENCH_RUN_LOCK", str(tmp_path / "run.lock"))
+
+
 def test_bench_prune_by_age_lists_with_dry_run_then_removes_only_old_runs_raw_files(results_dir):
     old, kept, raw = make_run(results_dir, "20261001-120000", days_ago=40)
     new, *_ = make_run(results_dir, "20261126-120000", days_ago=1)

@@ -75,10 +75,11 @@ def stored_run(results_dir: Path) -> Path:
     ["calibrate", "--generators", "wrk"],
     ["infra", "up", "--redis-port", "29479", "--db-port", "29406"],
     ["verify", "-f", "fixture:ok", "--port", "29180"],
-], ids=["run", "resume", "noise", "calibrate", "infra-up", "verify"])
+    ["prune", "--older-than", "1s"],
+], ids=["run", "resume", "noise", "calibrate", "infra-up", "verify", "prune"])
 def test_a_command_beside_a_live_holder_stops_at_once_naming_it(holder, results_dir, args):
     stored_run(results_dir)
-    if args[0] in ("run", "noise", "calibrate"):
+    if args[0] in ("run", "noise", "calibrate", "prune"):
         args = [*args, "--results-dir", str(results_dir)]
     r = bench(*args, env=bench_env(), timeout=60)
     assert r.returncode == 2, r.stdout + r.stderr

@@ -1,6 +1,6 @@
 """No secret and no environment in any file a run leaves, and the run's folder readable by its owner
-only: a real fixture JVM recorded by Flight Recorder on the redis scenario (its password is the
-database's too: backends.Infra.env), with a canary variable in the orchestrator's environment (slow).
+only: Vert.x recorded by Flight Recorder on redis and db-read (the JVM holds a live Redis client and a
+MariaDB pool, each given the run's password), with a canary variable in the orchestrator's environment (slow).
 Fast: the target's environment, the JVM's private temporary folder, the attach socket's owner."""
 from __future__ import annotations
 
@@ -64,13 +64,13 @@ def loose_modes(run_dir: Path) -> list[str]:
 def test_a_recorded_run_leaves_no_password_and_no_environment_and_only_its_owner_reads_it(results_dir, tmp_path):
     canary = secrets.token_hex(16)
     out = tmp_path / "bench.out"
-    argv = [sys.executable, "-m", "orchestrator.cli", "run", *PORTS, "-f", "fixture:ok", "-s", "redis", "--jfr",
+    argv = [sys.executable, "-m", "orchestrator.cli", "run", *PORTS, "-f", "vertx:eventloop", "-s", "redis,db-read", "--jfr",
             "-c", "4", "--warmup", "1s", "--warmup-max", "1s", "-d", "1s", "--results-dir", str(results_dir)]
     with open(out, "w") as log:
-        bench = subprocess.Popen(argv, cwd=ROOT, env=bench_env(BENCH_TEST_CANARY=canary), stdout=log,
+        bench = subprocess.Popen(argv, cwd=ROOT, env=bench_env(None, BENCH_TEST_CANARY=canary), stdout=log,
                                  stderr=subprocess.STDOUT)
         try:
-            (jvm, *_) = wait_for(lambda: owned(bench.pid, "Fixture"), what="the fixture's JVM")
+            (jvm, *_) = wait_for(lambda: owned(bench.pid, "vertx/target/vertx.jar"), what="Vert.x's JVM")
             target_env = environment_of(jvm.pid)
         finally:
             code = bench.wait(timeout=600)
@@ -78,7 +78,7 @@ def test_a_recorded_run_leaves_no_password_and_no_environment_and_only_its_owner
     password = target_env["REDIS_PASSWORD"]
     assert target_env["DB_PASSWORD"] == password and len(password) >= 16
     (run_dir,) = results_dir.iterdir()
-    assert list(run_dir.rglob("*.jfr")), "no recording: nothing was searched"
+    assert len(list(run_dir.rglob("*.jfr"))) == 2, "a recording per scenario: nothing was searched"
     assert leaks(run_dir, {"the password": password, "the canary": canary}) == []
     assert loose_modes(run_dir) == []
     # what the target started with: the contract's variables and what a JVM needs, not bench's environment

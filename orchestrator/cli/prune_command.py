@@ -10,6 +10,7 @@ from orchestrator import RESULTS_DIR
 from orchestrator.cli.common import console
 from orchestrator.config.options import byte_size, duration
 from orchestrator.errors import UsageError
+from orchestrator.infra import run_lock
 from orchestrator.results import prune
 
 
@@ -36,5 +37,6 @@ def prune_cmd(older_than: Optional[str] = typer.Option(None, "--older-than", hel
     total = sum(r.raw_bytes for r in runs)
     if dry_run:
         console.print(f"would free {prune.human_size(total)} in {len(runs)} runs (--dry-run: nothing removed)")
-    else:
+        return
+    with run_lock.held():   # never beside a run: its raw files are being written and read
         console.print(f"freed {prune.human_size(prune.remove(runs))} in {len(runs)} runs")
