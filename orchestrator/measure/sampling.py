@@ -264,7 +264,6 @@ class Sampler:
             out.evidence = _evidence([p for p in points if p.backends], t0, t1, whole_load)
         return out
 
-
     def _read_edge(self) -> None:
         """Every other process that may run on the server's CPUs, with its CPU time so far: read before
         the load and after it, the processes whose time grew are named (not every poll: listing every
