@@ -56,7 +56,7 @@ class ServerSample:
 @dataclass(frozen=True)
 class Point:
     """One poll: the server's counters, the load-generator CPUs' busy, stolen and total jiffies, and the
-    server CPUs' stolen, run (busy but not stolen) and total ones."""
+    server CPUs' stolen, run by processes and total ones."""
     epoch_s: float
     cpu_s: float
     rss_bytes: int
@@ -100,9 +100,12 @@ def steal_ticks(cpus: set[int], jiffies: dict[int, list[int]]) -> tuple[int, int
 
 
 def run_ticks(cpus: set[int], jiffies: dict[int, list[int]]) -> int:
-    """Jiffies the given CPUs ran anything since boot: user, nice, system, irq and softirq (a guest's
-    time is inside user); not idle, iowait or steal."""
-    return sum(v[0] + v[1] + v[2] + v[5] + v[6] for cpu, v in jiffies.items() if cpu in cpus)
+    """Jiffies the given CPUs ran a process since boot: user, nice and system (a guest's time is inside
+    user). Not irq and softirq: a kernel with IRQ time accounting charges them to no process, and they
+    are mostly the target's own sockets (1-17 % of CPU 1 over 5-s intervals of a Vert.x run), which
+    would flag every busy cell; a kernel without it charges a tick that lands in a softirq to the
+    process it interrupted, so the target's own time can then exceed what its CPU ran by that much."""
+    return sum(v[0] + v[1] + v[2] for cpu, v in jiffies.items() if cpu in cpus)
 
 
 def steal_since(cpus: set[int], before: tuple[int, int] | None = None) -> tuple[tuple[int, int], float | None]:
@@ -254,8 +257,8 @@ class Sampler:
         out.server_cpus_steal_pct = share(lambda p: p.server_steal, lambda p: p.server_total)
         if self.server_cpus:
             # what ran there that the target's own CPU time does not cover: another process, or the
-            # kernel on the target's behalf (its sockets' softirq); the two clocks differ by a tick or
-            # two, so a quiet window may read a hair below zero
+            # kernel's threads; the two clocks differ by a tick or two, and the target's time may hold
+            # softirq ticks (run_ticks), so a quiet window may read below zero
             foreign = share(lambda p: p.server_run - p.cpu_s * TICKS_PER_S, lambda p: p.server_total)
             out.server_cpus_foreign_pct = None if foreign is None else max(0.0, foreign)
             out.server_cpus_shared_by = self._shared_by()
