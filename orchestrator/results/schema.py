@@ -31,8 +31,8 @@ MIN_REQUESTS = 100
 # objective cannot absorb (one of 190 ms, 4.8 % of its 4-s probe, failed WebFlux json at 4,000 req/s)
 HOST_STEAL = 0.05
 HOST_STEAL_PEAK = 0.25
-# of the server's CPUs' time, run but neither by the target nor stolen: the kernel's work for the target
-# (its sockets' softirq) stays below it on a quiet machine, another process on that CPU goes above it
+# of the server's CPUs' time, run by processes other than the target: 0-2.6 % on a quiet machine here
+# (the kernel's threads), 15-85 % with another process on that CPU (methodology.md)
 SERVER_CPUS_SHARED = 0.05
 # of its capacity: goodput at the last overload multiple at least this degrades gracefully, else collapses
 GRACEFUL = 0.9
@@ -103,8 +103,8 @@ ROW_TYPES = [
     # poll, the cell is flagged host-steal
     ("loadgen_cpus_steal_pct", "float64"), ("server_cpus_steal_pct", "float64"),
     ("steal_peak_pct", "float64"),   # the most of either's time stolen in one 0.25-s poll of the window
-    # of the server CPUs' time over the window, what ran there (user, nice, system, irq, softirq) less the
-    # target's own CPU time: the kernel on its behalf, and any other process; above SERVER_CPUS_SHARED the
+    # of the server CPUs' time over the window, what processes ran there (user, nice, system) less the
+    # target's own CPU time: any other process and the kernel's threads; above SERVER_CPUS_SHARED the
     # cell is flagged server-cpus-shared. shared_by: the other processes whose CPU time grew over the load
     # and that may run there, biggest first ("java pid 1234 (31 %)"). Both null where the server is remote
     ("server_cpus_foreign_pct", "float64"), ("server_cpus_shared_by", "string"),
