@@ -1,6 +1,7 @@
 """Figures that are what happened, on real generators against the real fixture JVM: raw wrk
-latencies (its coordinated-omission correction undone), the CPU-level saturation flag, k6's
-rate window, per-target generator files, and the console showing flags."""
+latencies (its coordinated-omission correction undone), the CPU-level saturation flags (the load
+generator's CPUs busy, the server's CPU shared), k6's rate window, per-target generator files, and the
+console showing flags."""
 from __future__ import annotations
 
 import os
@@ -143,6 +144,8 @@ def test_a_busy_loadgen_cpu_flags_the_cell_and_files_are_kept_per_target(results
     rows = pd.concat([pd.read_parquet(p) for p in sorted(results_dir.glob("*/measurements.parquet"))])
     calm, loaded = rows.iloc[0], rows.iloc[1]
     assert calm["loadgen_cpus_busy_pct"] < 60 and "loadgen-cpus-busy" not in calm["check_flags"], calm.to_dict()
+    # nothing but the target ran on its CPU: the hog test's other half
+    assert calm["server_cpus_foreign_pct"] < 5 and "server-cpus-shared" not in calm["check_flags"], calm.to_dict()
     assert loaded["loadgen_cpus_busy_pct"] > 90 and "loadgen-cpus-busy" in loaded["check_flags"], loaded.to_dict()
     # the console shows the flag (Rich once swallowed "[...]" as markup)
     assert "loadgen-cpus-busy" in busy
@@ -150,3 +153,28 @@ def test_a_busy_loadgen_cpu_flags_the_cell_and_files_are_kept_per_target(results
     run_dir = sorted(results_dir.glob("*/measurements.parquet"))[1].parent
     assert (run_dir / "logs" / "load" / "fixture-ok-r1" / "wrk-sleep-c8.json").exists()
     assert (run_dir / "logs" / "load" / "fixture-ok-r1" / "warmup" / "wrk-sleep-c8.json").exists()
+
+
+def test_a_process_on_the_server_cpu_flags_the_cell_and_is_named(results_dir):
+    """A busy loop pinned to the target's CPU (as another run's JVM or a build would be) takes the
+    CPU time the target's own does not cover: the row is flagged and names it."""
+    run = start_bench("run", "--port", "29581", "--redis-port", "29582", "--db-port", "29507", "-f", "fixture:ok",
+                      "-s", "sleep", "-c", "8", "-d", "2s", "--warmup", "1s", "--warmup-max", "1s",
+                      "--results-dir", str(results_dir))
+    out = []
+    for line in run.stdout:
+        out.append(line)
+        if line.startswith("started fixture:ok"):
+            break
+    hog = subprocess.Popen(["taskset", "-c", "1", "sh", "-c", "while :; do :; done"])
+    try:
+        out.append(run.communicate(timeout=300)[0])
+    finally:
+        hog.kill()
+        hog.wait()
+    assert run.returncode == 0, "".join(out)
+    row = pd.read_parquet(next(results_dir.glob("*/measurements.parquet"))).iloc[0]
+    # the sleep scenario leaves the CPU to the loop: most of the window is someone else's
+    seen = row[["server_cpus_foreign_pct", "server_cpus_shared_by", "check_flags", "server_cpu_pct"]].to_dict()
+    assert row["server_cpus_foreign_pct"] > 50 and "server-cpus-shared" in row["check_flags"], seen
+    assert row["server_cpus_shared_by"].startswith(f"sh pid {hog.pid} ("), (hog.pid, seen)

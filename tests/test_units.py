@@ -206,7 +206,7 @@ def test_an_open_model_warm_up_is_steady_when_its_latency_no_longer_falls():
 def test_the_measured_window_is_cut_out_of_the_polls():
     from orchestrator.measure.sampling import Point, Sampler
     s = Sampler.__new__(Sampler)
-    s.collector, s.probe = "Serial", None
+    s.collector, s.probe, s.server_cpus = "Serial", None, set()
     # CPU grows 0.5 s per s; GC count steps once; CPU 0 busy 50 of 100 ticks per s, 3 of them stolen;
     # the host steals the server's CPU from t=5 on, 40 of its 100 ticks a second
     s.timeline = [Point(t, 0.5 * t, 100 + t, 10 + t, None, t // 2, 0.01 * (t // 2), 0.0, 50 * t, 100 * t,
@@ -233,7 +233,7 @@ def test_backend_evidence_is_cut_out_of_the_polls_and_checked_against_the_contra
     from orchestrator.measure.evidence import Reading, off_contract
     from orchestrator.measure.sampling import Point, Sampler
     s = Sampler.__new__(Sampler)
-    s.collector, s.probe = "Serial", object()
+    s.collector, s.probe, s.server_cpus = "Serial", object(), set()
     # 1,000 MGETs and 2,000 SELECTs per s; 3 clients, then 9 at t=5; one listen overflow at t=6
     s.timeline = [Point(t, 0, 0, 0, None, None, None, None, 0, 0,
                         Reading({"redis_commands": 1000.0 * t, "db_selects": 2000.0 * t, "db_inserts": 0.0,
@@ -259,7 +259,7 @@ def test_the_whole_load_s_backend_work_is_counted_exactly_not_interpolated_acros
     from orchestrator.measure.evidence import Reading
     from orchestrator.measure.sampling import Point, Sampler
     s = Sampler.__new__(Sampler)
-    s.collector, s.probe = "Serial", object()
+    s.collector, s.probe, s.server_cpus = "Serial", object(), set()
     # 1,000 MGETs per s from t=0.1 to t=3.1 only; polls every 0.25 s from before the start to after the end
     def mgets(t):
         return 1000.0 * min(max(t - 0.1, 0.0), 3.0)

@@ -103,7 +103,8 @@ class WarmedUpCell:
         return (cell_flags(concurrency, result, self.cores, closed_loop=self.profile.rules.closed_loop,
                            loadgen_cpus_busy_pct=sample.loadgen_cpus_busy_pct, ceiling=self.ceiling,
                            steal_pct=max((v for v in (sample.loadgen_cpus_steal_pct, sample.server_cpus_steal_pct)
-                                          if v is not None), default=None), steal_peak_pct=sample.steal_peak_pct)
+                                          if v is not None), default=None), steal_peak_pct=sample.steal_peak_pct,
+                           foreign_pct=sample.server_cpus_foreign_pct)
                 + backends + result.flags + ([] if self.warm.steady else ["not-steady"]))
 
     def row(self, columns: dict, result: LoadResult, sample: ServerSample, flags: list[str]) -> dict:

@@ -16,6 +16,7 @@ from orchestrator.results.schema import (
     LOADGEN_SATURATED,
     MIN_REQUESTS,
     NEAR_CEILING,
+    SERVER_CPUS_SHARED,
 )
 
 
@@ -45,7 +46,7 @@ def littles_law_holds(concurrency: int, r: LoadResult) -> bool:
 def cell_flags(concurrency: int, r: LoadResult, loadgen_cpus: int, server_alive: bool = True,
                closed_loop: bool = True, loadgen_cpus_busy_pct: float | None = None,
                ceiling: float | None = None, steal_pct: float | None = None,
-               steal_peak_pct: float | None = None) -> list[str]:
+               steal_peak_pct: float | None = None, foreign_pct: float | None = None) -> list[str]:
     """The flags of a measured window. Little's law is checked in a closed loop only: there the
     clients are the requests in flight; in a burst's tail or at an open rate they are not.
 
@@ -56,7 +57,9 @@ def cell_flags(concurrency: int, r: LoadResult, loadgen_cpus: int, server_alive:
     generator to reach on this machine, with the same CPUs, against a server faster than any target.
     `host-steal`: the host held the server's or the generator's vCPUs for more than HOST_STEAL of the
     window (steal_pct, the larger of the two), or more than HOST_STEAL_PEAK of one poll interval
-    (steal_peak_pct): the window measured the host's neighbours too."""
+    (steal_peak_pct): the window measured the host's neighbours too.
+    `server-cpus-shared`: what ran on the server's CPUs that was neither the target nor steal
+    (foreign_pct) took more than SERVER_CPUS_SHARED of their time: another process shared them."""
     flags = []
     if closed_loop and not littles_law_holds(concurrency, r):
         flags.append("littles-law")
@@ -71,6 +74,8 @@ def cell_flags(concurrency: int, r: LoadResult, loadgen_cpus: int, server_alive:
         flags.append("loadgen-cpus-busy")
     if (steal_pct or 0) > 100 * HOST_STEAL or (steal_peak_pct or 0) > 100 * HOST_STEAL_PEAK:
         flags.append("host-steal")
+    if (foreign_pct or 0) > 100 * SERVER_CPUS_SHARED:
+        flags.append("server-cpus-shared")
     # the calibrated ceiling is one process's: workers that send at once reach as many times it
     if near_ceiling(r.rps, ceiling * r.loadgen_processes if ceiling else ceiling):
         flags.append("near-generator-ceiling")

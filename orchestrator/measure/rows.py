@@ -59,6 +59,7 @@ def measured(base: dict, r: LoadResult, smp: ServerSample, flags: list[str]) -> 
         "loadgen_cpus_busy_pct": smp.loadgen_cpus_busy_pct,
         "loadgen_cpus_steal_pct": smp.loadgen_cpus_steal_pct, "server_cpus_steal_pct": smp.server_cpus_steal_pct,
         "steal_peak_pct": smp.steal_peak_pct,
+        "server_cpus_foreign_pct": smp.server_cpus_foreign_pct, "server_cpus_shared_by": smp.server_cpus_shared_by,
         "co_corrected_mean_ms": _or_none(r.co_corrected_mean), "co_corrected_p99_ms": _or_none(r.co_corrected_p99),
         "littles_ratio": littles_law_ratio(base["concurrency"], r), "check_flags": ",".join(flags),
         "users_answered": r.users_answered,

@@ -7,14 +7,19 @@ reports), so that a generator's set-up, a warm-up's stragglers or a CSV being pa
 CPU seconds interpolated at the window's edges, RSS and threads the peaks of the polls inside it,
 GC and JIT compilation from the JVM's counters, the busy share of the load-generator CPUs from /proc/stat,
 the share of the server's and the load generator's CPUs that the host stole (a virtual machine's vCPU
-held by its hypervisor: a capacity probed while it stole 23-32 % read 3 to 40 times off), and, with
-a probe, what Redis, MariaDB and the kernel counted (evidence.py).
+held by its hypervisor: a capacity probed while it stole 23-32 % read 3 to 40 times off), the share
+of the server's CPUs that ran something other than the target (another JVM, a build: the processes
+are named from their CPU times before and after the load), and, with a probe, what Redis, MariaDB and
+the kernel counted (evidence.py).
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass
+
+import psutil
 
 from orchestrator.measure.evidence import COUNTERS, GAUGES, Evidence, Probe, Reading
 from orchestrator.results.schema import HOST_STEAL
@@ -22,6 +27,9 @@ from orchestrator.targets.jvm import parse_cpus
 from orchestrator.targets.runtimes import Server
 
 INTERVAL_S = 0.25
+TICKS_PER_S = os.sysconf("SC_CLK_TCK")   # /proc/stat's unit
+SHARED_BY_MIN = 0.01   # of the server CPUs' time: a process below it is not named (a kernel thread's tick)
+SHARED_BY_MAX = 5      # processes named, the biggest first
 
 
 @dataclass
@@ -39,6 +47,8 @@ class ServerSample:
     loadgen_cpus_busy_pct: float | None = None   # everything that ran on the load-generator CPUs
     loadgen_cpus_steal_pct: float | None = None  # of their time, held by the host (steal)
     server_cpus_steal_pct: float | None = None   # of the server's CPUs' time (None: not on this machine)
+    server_cpus_foreign_pct: float | None = None  # of the server's CPUs' time, run but not the target's
+    server_cpus_shared_by: str | None = None     # the other processes that ran there, biggest first
     steal_peak_pct: float | None = None          # the most of either's time stolen in one poll interval
     evidence: Evidence | None = None             # the backends' and the kernel's counts (with a probe)
 
@@ -46,7 +56,7 @@ class ServerSample:
 @dataclass(frozen=True)
 class Point:
     """One poll: the server's counters, the load-generator CPUs' busy, stolen and total jiffies, and the
-    server CPUs' stolen and total ones."""
+    server CPUs' stolen, run by processes and total ones."""
     epoch_s: float
     cpu_s: float
     rss_bytes: int
@@ -62,6 +72,7 @@ class Point:
     cpus_steal: int = 0
     server_steal: int = 0
     server_total: int = 0
+    server_run: int = 0
 
 
 def _cpu_jiffies() -> dict[int, list[int]]:
@@ -86,6 +97,15 @@ def steal_ticks(cpus: set[int], jiffies: dict[int, list[int]]) -> tuple[int, int
     """(stolen, total) jiffies of the given CPUs since boot: time the host gave their vCPUs to others."""
     values = [v for cpu, v in jiffies.items() if cpu in cpus]
     return sum(v[7] for v in values), sum(sum(v) for v in values)
+
+
+def run_ticks(cpus: set[int], jiffies: dict[int, list[int]]) -> int:
+    """Jiffies the given CPUs ran a process since boot: user, nice and system (a guest's time is inside
+    user). Not irq and softirq: a kernel with IRQ time accounting charges them to no process, and they
+    are mostly the target's own sockets (1-17 % of CPU 1 over 5-s intervals of a Vert.x run), which
+    would flag every busy cell; a kernel without it charges a tick that lands in a softirq to the
+    process it interrupted, so the target's own time can then exceed what its CPU ran by that much."""
+    return sum(v[0] + v[1] + v[2] for cpu, v in jiffies.items() if cpu in cpus)
 
 
 def steal_since(cpus: set[int], before: tuple[int, int] | None = None) -> tuple[tuple[int, int], float | None]:
@@ -158,6 +178,9 @@ class Sampler:
         self.server_cpus = parse_cpus(server_cpus) if server_cpus else set()   # empty: not on this machine
         self.timeline: list[Point] = []
         self.collector = ""
+        # other processes that may run on the server's CPUs, read before and after the load:
+        # (pid, started at) -> (name, CPU seconds, pinned there alone)
+        self.edges: list[dict[tuple[int, float], tuple[str, float, bool]]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -175,13 +198,15 @@ class Sampler:
                                    u.container_mem_bytes, gc.gc_count if gc else None,
                                    gc.gc_time_s if gc else None, gc.jit_time_s if gc else None, busy, total,
                                    self.probe.read() if self.probe else None, u.switches,
-                                   steal_ticks(self.cpus, jiffies)[0], server_steal, server_total))
+                                   steal_ticks(self.cpus, jiffies)[0], server_steal, server_total,
+                                   run_ticks(self.server_cpus, jiffies)))
 
     def _loop(self) -> None:
         while not self._stop.wait(INTERVAL_S):
             self._poll()
 
     def __enter__(self) -> "Sampler":
+        self._read_edge()
         self._poll()
         self._thread.start()
         return self
@@ -191,6 +216,7 @@ class Sampler:
         self._thread.join()
         self.server.usage_after(time.time())   # the last window's edge needs a reading taken after it
         self._poll()
+        self._read_edge()
         if self.probe:
             self.probe.close()
 
@@ -229,10 +255,51 @@ class Sampler:
         out.loadgen_cpus_busy_pct = share(lambda p: p.cpus_busy, lambda p: p.cpus_total)
         out.loadgen_cpus_steal_pct = share(lambda p: p.cpus_steal, lambda p: p.cpus_total)
         out.server_cpus_steal_pct = share(lambda p: p.server_steal, lambda p: p.server_total)
+        if self.server_cpus:
+            # what ran there that the target's own CPU time does not cover: another process, or the
+            # kernel's threads; the two clocks differ by a tick or two, and the target's time may hold
+            # softirq ticks (run_ticks), so a quiet window may read below zero
+            foreign = share(lambda p: p.server_run - p.cpu_s * TICKS_PER_S, lambda p: p.server_total)
+            out.server_cpus_foreign_pct = None if foreign is None else max(0.0, foreign)
+            out.server_cpus_shared_by = self._shared_by()
         out.steal_peak_pct = _steal_peak([p for p in points if t0 - INTERVAL_S <= p.epoch_s <= t1 + INTERVAL_S])
         if self.probe:
             out.evidence = _evidence([p for p in points if p.backends], t0, t1, whole_load)
         return out
+
+    def _read_edge(self) -> None:
+        """Every other process that may run on the server's CPUs, with its CPU time so far: read before
+        the load and after it, the processes whose time grew are named (not every poll: listing every
+        process takes the orchestrator's CPU, and a name needs no finer time)."""
+        if not self.server_cpus:
+            return
+        target = self.server.pid
+        try:
+            own = {target, *(c.pid for c in psutil.Process(target).children(recursive=True))} if target else set()
+        except psutil.Error:
+            own = {target}
+        edge = {}
+        for p in psutil.process_iter(["name", "cpu_times", "cpu_affinity", "create_time"]):
+            allowed, times = p.info["cpu_affinity"], p.info["cpu_times"]
+            if p.pid in own or not times or not allowed or not self.server_cpus & set(allowed):
+                continue
+            edge[p.pid, p.info["create_time"]] = (p.info["name"] or "?", times.user + times.system,
+                                                  set(allowed) <= self.server_cpus)
+        self.edges.append(edge)
+
+    def _shared_by(self) -> str:
+        """The processes whose CPU time grew between the edges, in % of the server CPUs' time over the
+        load: "java pid 1234 (31 %)". One started meanwhile counts whole; one that ended meanwhile (a
+        compiler's short run) is out of sight. A process also allowed elsewhere may have run there
+        instead: its share reads "up to"."""
+        if len(self.edges) < 2 or len(self.timeline) < 2:
+            return ""
+        span = self.timeline[-1].server_total - self.timeline[0].server_total
+        before, after = self.edges[0], self.edges[-1]
+        grew = sorted(((cpu_s - before.get(key, (name, 0.0, pinned))[1]) * TICKS_PER_S / span, key)
+                      for key, (name, cpu_s, pinned) in after.items()) if span > 0 else []
+        return ", ".join(f"{after[key][0]} pid {key[0]} ({'' if after[key][2] else 'up to '}{100 * share:.0f} %)"
+                         for share, key in reversed(grew[-SHARED_BY_MAX:]) if share >= SHARED_BY_MIN)
 
 
 def _steal_peak(points: list[Point]) -> float | None:

@@ -31,6 +31,9 @@ MIN_REQUESTS = 100
 # objective cannot absorb (one of 190 ms, 4.8 % of its 4-s probe, failed WebFlux json at 4,000 req/s)
 HOST_STEAL = 0.05
 HOST_STEAL_PEAK = 0.25
+# of the server's CPUs' time, run by processes other than the target: 0-2.6 % on a quiet machine here
+# (the kernel's threads), 15-85 % with another process on that CPU (methodology.md)
+SERVER_CPUS_SHARED = 0.05
 # of its capacity: goodput at the last overload multiple at least this degrades gracefully, else collapses
 GRACEFUL = 0.9
 NEAR_CEILING = 0.8         # of a generator's calibrated ceiling: above it the cell may measure the generator
@@ -100,6 +103,11 @@ ROW_TYPES = [
     # poll, the cell is flagged host-steal
     ("loadgen_cpus_steal_pct", "float64"), ("server_cpus_steal_pct", "float64"),
     ("steal_peak_pct", "float64"),   # the most of either's time stolen in one 0.25-s poll of the window
+    # of the server CPUs' time over the window, what processes ran there (user, nice, system) less the
+    # target's own CPU time: any other process and the kernel's threads; above SERVER_CPUS_SHARED the
+    # cell is flagged server-cpus-shared. shared_by: the other processes whose CPU time grew over the load
+    # and that may run there, biggest first ("java pid 1234 (31 %)"). Both null where the server is remote
+    ("server_cpus_foreign_pct", "float64"), ("server_cpus_shared_by", "string"),
     ("littles_ratio", "float64"), ("check_flags", "string"),
     # ramp (Locust): the step's users that got at least one response in it; fewer than `concurrency`
     # means some waited the whole step on one request (flag users-unanswered)
