@@ -31,6 +31,8 @@ from orchestrator.config import catalog, profiles, scenarios
 from orchestrator.config.catalog import CONTRACT_ENV, Target, discover, load_manifest, select
 from orchestrator.errors import BadFile, ManifestError
 from orchestrator.infra.backends import Infra
+from orchestrator.measure import ceilings
+from orchestrator.results import noise
 from orchestrator.results import store as results
 from orchestrator.targets.verify import verify
 
@@ -218,7 +220,7 @@ def test_a_bad_run_json(tmp_path, kind):
         path.write_text("[]\n")
     else:
         replace(path, kind)
-    said = {"not JSON": "not valid JSON", "a JSON list": "not the object a run writes", "empty": "not valid JSON"}
+    said = {"not JSON": "not valid JSON", "a JSON list": "not the object bench writes", "empty": "not valid JSON"}
     each_fails([*run_commands(tmp_path), ["parity", "run1", "--results-dir", str(tmp_path)]], "run1/run.json",
                {**SAID, **said}[kind])
     # listing the runs skips it, with a warning line, and shows the newest that reads
@@ -246,6 +248,20 @@ def test_a_truncated_timeseries(tmp_path):
                "run1/timeseries.parquet", "not a readable Parquet file")
     with pytest.raises(BadFile, match="not a readable Parquet file"):
         results.load_timeseries(bad.dir)
+
+
+@pytest.mark.parametrize("kind", [*BAD, "a JSON list"])
+def test_a_bad_noise_floor_or_calibration_file(tmp_path, kind):
+    make_run(tmp_path, "run1", 1)
+    said = {**SAID, "a JSON list": "not the object bench writes", "empty": "not valid JSON"}[kind]
+    for name in (noise.FLOOR_FILE, ceilings.FILE):
+        path = tmp_path / name
+        path.write_text("[]") if kind == "a JSON list" else BAD[kind](path)
+    # the report and a comparison read the machine's noise floor; a run reads the calibration
+    each_fails([["report", "run1", "--results-dir", str(tmp_path)], ["compare", "run1", "run1", "--results-dir",
+                                                                        str(tmp_path)]], noise.FLOOR_FILE, said)
+    with pytest.raises(BadFile, match=said):
+        ceilings.entries(tmp_path)
 
 
 def test_results_dir_that_is_a_file(tmp_path):

@@ -12,9 +12,9 @@ import json
 from pathlib import Path
 
 from orchestrator import RESULTS_DIR
-from orchestrator.errors import BenchError
+from orchestrator.errors import BadFile
 from orchestrator.infra.hostinfo import host_info
-from orchestrator.results.store import atomic_write, machine_key, updating
+from orchestrator.results.store import atomic_write, machine_key, read_json, updating
 from orchestrator.targets.jvm import parse_cpus
 
 FILE = "calibration.json"
@@ -23,12 +23,10 @@ FILE = "calibration.json"
 def _read(path: Path) -> dict:
     if not path.exists():
         return {"machines": {}}
-    try:
-        doc = json.loads(path.read_text())
-        doc["machines"]
-        return doc
-    except (ValueError, KeyError, TypeError) as e:
-        raise BenchError(f"{path} is not calibration data ({e}): delete it or run `bench calibrate` again") from None
+    doc = read_json(path)
+    if not isinstance(doc.get("machines"), dict):
+        raise BadFile(path, "not calibration data (no machines): delete it or run `bench calibrate` again")
+    return doc
 
 
 def entries(results_dir: Path = RESULTS_DIR, loadgen_cpus: str | None = None, host: dict | None = None) -> dict[str, dict]:

@@ -53,7 +53,7 @@ def counts(df) -> dict[str, int]:
 
 def _entries(root: Path) -> dict:
     path = Path(root) / FLOOR_FILE
-    return json.loads(path.read_text()) if path.exists() else {}
+    return results.read_json(path) if path.exists() else {}
 
 
 def record(df, meta: dict, root: Path = RESULTS_DIR) -> dict:

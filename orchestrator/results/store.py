@@ -173,14 +173,18 @@ def _read_parquet(path: Path, schema: pa.Schema) -> pa.Table:
 
 def read_meta(run_dir: Path) -> dict:
     """A run folder's run.json; BadFile when it is not a JSON object."""
-    path = Path(run_dir) / RUN_JSON
+    return read_json(Path(run_dir) / RUN_JSON)
+
+
+def read_json(path: Path) -> dict:
+    """A JSON object bench wrote (run.json, calibration.json, noise-floor.json); BadFile when it is not one."""
     try:
-        meta = json.loads(read_text(path, MAX_RUN_JSON_BYTES))
+        doc = json.loads(read_text(path, MAX_RUN_JSON_BYTES))
     except json.JSONDecodeError as e:
         raise BadFile(path, f"not valid JSON ({e})") from None
-    if not isinstance(meta, dict):
-        raise BadFile(path, f"a JSON {type(meta).__name__}, not the object a run writes")
-    return meta
+    if not isinstance(doc, dict):
+        raise BadFile(path, f"a JSON {type(doc).__name__}, not the object bench writes")
+    return doc
 
 
 def new_run_dir(now, root: Path = RESULTS_DIR) -> Path:
