@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import PORTS, bench, bench_env
+from conftest import FIXTURES, PORTS, bench, bench_env
 
 from orchestrator.results import analysis, compare, judge
 
@@ -247,14 +247,14 @@ def test_one_rate_at_two_vu_counts_is_two_cells_not_two_repeats():
 
 
 @pytest.mark.slow   # real JVMs and wrk
-def test_a_target_made_slower_is_a_regression_at_the_repeats_the_plan_names(results_dir):
+def test_a_target_made_slower_is_a_regression_at_the_repeats_the_plan_names(results_dir, tmp_path):
     """On a real server: the fixture with 3 ms more CPU a request (FIXTURE_EXTRA_WORK_US) against
     itself without, at the repeats whose detectable change `bench run` announces below that slowdown.
     No warm-up; 2-s windows, as a 1-s one of a cold JVM once had 8 connections only 64 % busy (littles-law,
     and a flagged cell is no regression), where 2-s ones read 0.99-1.00 in 36 of 36."""
-    def run(repeats: int, **env) -> tuple[str, str]:
+    def run(repeats: int, frameworks: Path = FIXTURES) -> tuple[str, str]:
         r = bench("run", "-f", "fixture:ok", "-s", "json", "-c", "8", "--warmup", "0s", "-d", "2s",
-                  "--repeat", str(repeats), "--results-dir", str(results_dir), *PORTS, env=bench_env(**env))
+                  "--repeat", str(repeats), "--results-dir", str(results_dir), *PORTS, env=bench_env(frameworks))
         assert r.returncode == 0, r.stdout + r.stderr
         return sorted(d.name for d in results_dir.iterdir())[-1], " ".join(r.stdout.split())
 
@@ -265,7 +265,14 @@ def test_a_target_made_slower_is_a_regression_at_the_repeats_the_plan_names(resu
     a, said = run(needed)
     announced = re.search(r"`bench compare` over (\d+) comparisons calls changes above about (\d+) %", said)
     assert announced and announced.group(1) == "2" and int(announced.group(2)) < 60, said
-    b, _ = run(needed, FIXTURE_EXTRA_WORK_US="3000")
+    # B: the same target, its next version a manifest that gives it the work (a target's environment is
+    # its manifest's and the contract's, never bench's: docs/security.md)
+    slower = tmp_path / "frameworks"
+    shutil.copytree(FIXTURES, slower)
+    manifest = slower / "fixture" / "framework.toml"
+    extra = '[variants.ok]\nenv = { FIXTURE_EXTRA_WORK_US = "3000" }\n'
+    manifest.write_text(manifest.read_text().replace("[variants.ok]\n", extra, 1))
+    b, _ = run(needed, slower)
     r = bench("compare", a, b, "--fail-on-regression", "20", "--results-dir", str(results_dir))
     assert r.returncode == 1, r.stdout + r.stderr
     said = " ".join(r.stdout.split())

@@ -110,14 +110,26 @@ def _alive(pid: int) -> bool:
 
 
 class _Processes:
-    """Servers as local processes. As root, mariadbd runs as Debian's `mysql` user (its --user drops
-    root before it opens a file), and as root only on a machine without that user."""
+    """Servers as local processes. As root, mariadbd runs as Debian's `mysql` user, and as root only on
+    a machine without that user."""
 
     def __init__(self, infra: Infra, outlive: bool):
         self.infra, self.outlive = infra, outlive
         as_root = os.geteuid() == 0
         self.db_account = lockdown.mysql_account() if as_root else None   # who owns mariadbd's files
-        self.db_user = ("mysql" if self.db_account else "root") if as_root else None   # its --user
+        self.db_user = ("mysql" if self.db_account else "root") if as_root else None
+
+    def as_db_user(self, argv: list[str]) -> list[str]:
+        """mariadbd's command line as its user. setpriv drops root before mariadbd starts, and then sets
+        the parent-death signal again: the kernel clears it on a change of user, so mariadbd's own --user
+        would let it outlive a killed bench. As root on a machine without `mysql`, mariadbd wants --user=root."""
+        if self.db_user == "root":
+            return [*argv, "--user=root"]
+        if not self.db_user:
+            return argv
+        death = [] if self.outlive else ["--pdeathsig=SIGKILL"]
+        return [require_tool("setpriv", "apt-get install util-linux"), f"--reuid={self.db_user}",
+                f"--regid={self.db_user}", "--init-groups", *death, "--", *argv]
 
     def run_once(self, name: str, argv: list[str], log: Path) -> int:
         with open(log, "ab") as out:
@@ -132,12 +144,17 @@ class _Processes:
 
 class _Containers:
     """Servers as containers: host network, the data directory mounted at the same path, a non-root user."""
-    db_account, db_user = (USER_ID, USER_ID), None
+    db_account = (USER_ID, USER_ID)
 
     def __init__(self, infra: Infra, outlive: bool):
         self.infra = infra
         self.labels = {**owner_labels(outlive), "bench.infra": infra.data_dir}
         os.chown(infra.data_dir, USER_ID, USER_ID)
+
+    @staticmethod
+    def as_db_user(argv: list[str]) -> list[str]:
+        """The image runs its servers as its own user already."""
+        return argv
 
     def _run(self, server: str, argv: list[str], **options):
         d = self.infra.data_dir
@@ -231,9 +248,7 @@ def _start_mariadb(infra: Infra, launcher) -> None:
             # Commits are written to the log at once but flushed to disk once a second: the
             # db-write scenario then measures the framework and the database, not the disk.
             "--innodb-flush-log-at-trx-commit=2", "--innodb-buffer-pool-size=256M"]
-    if launcher.db_user:
-        argv.append(f"--user={launcher.db_user}")  # as root, mariadbd refuses to start without one
-    exited = launcher.start("mariadb", argv, log)
+    exited = launcher.start("mariadb", launcher.as_db_user(argv), log)
 
     def seeded():
         if exited():
