@@ -25,11 +25,12 @@ from pathlib import Path
 import pandas  # noqa: F401  (imported before the forks, which then share it)
 import pytest
 from conftest import FIXTURES
+from test_manifest import VALID, write
 
 from orchestrator.cli import app
 from orchestrator.config import catalog, profiles, scenarios
 from orchestrator.config.catalog import CONTRACT_ENV, Target, discover, load_manifest, select
-from orchestrator.errors import BadFile, ManifestError
+from orchestrator.errors import BadFile
 from orchestrator.infra.backends import Infra
 from orchestrator.measure import ceilings
 from orchestrator.results import noise
@@ -281,42 +282,6 @@ def test_a_run_json_without_a_plan_is_named_on_resume(tmp_path):
              "run1/run.json: holds no plan that loads (KeyError")
 
 
-MANIFEST = '''
-name = "demo"
-description = "a demo"
-language = "java"
-server = "jdk"
-scenarios = ["plaintext"]
-[build]
-command = ["true"]
-artifact = "target/demo.jar"
-[start]
-command = ["{java}", "{jvm_opts}", "-jar", "{artifact}"]
-[variants.one]
-default = true
-description = "the one"
-env = { %s = "x" }
-'''
-
-
-@pytest.mark.parametrize("name", ["LD_PRELOAD", "LD_LIBRARY_PATH", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS",
-                                  "JDK_JAVA_OPTIONS", "CLASSPATH", *CONTRACT_ENV])
-def test_a_variant_may_not_set_what_takes_over_the_jvm_or_the_contracts_variables(tmp_path, name):
-    (tmp_path / "demo").mkdir()
-    path = tmp_path / "demo" / "framework.toml"
-    path.write_text(MANIFEST % name)
-    with pytest.raises(ManifestError, match=f"field 'variants.one.env.{name}': a variant may not set {name}"):
-        load_manifest(path)
-
-
-def test_a_variant_may_set_its_own_variables_and_the_pool_sizes(tmp_path):
-    (tmp_path / "demo").mkdir()
-    path = tmp_path / "demo" / "framework.toml"
-    for name in ("SPRING_PROFILES_ACTIVE", "DB_POOL_SIZE", "REDIS_POOL_SIZE"):
-        path.write_text(MANIFEST % name)
-        assert load_manifest(path).variants["one"].env == {name: "x"}
-
-
 def test_the_refused_names_cover_every_variable_the_run_sets():
     """The contract's variables are those the run hands a target (backends.Infra.env, environment.py)."""
     given = Infra(redis_port=1, db_port=2, password="p", data_dir="/tmp").env()
@@ -345,10 +310,8 @@ class OldContract(BaseHTTPRequestHandler):
 
 
 def test_verification_names_the_request_a_target_did_not_answer(tmp_path, monkeypatch):
-    (tmp_path / "demo").mkdir()
-    (tmp_path / "demo" / "framework.toml").write_text(
-        MANIFEST.replace('scenarios = ["plaintext"]', 'scenarios = ["sleep"]') % "A")
-    fw = load_manifest(tmp_path / "demo" / "framework.toml")
+    fw = load_manifest(write(tmp_path, VALID.replace('scenarios = ["plaintext", "json"]', 'scenarios = ["sleep"]')
+                                        .replace(', json = "worker"', '')))
     monkeypatch.setattr(scenarios, "ANSWER_TIMEOUT_S", 0.5)   # the contract's 10 s, shortened for the test
     server = ThreadingHTTPServer(("127.0.0.1", 0), OldContract)
     server.daemon_threads = True

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from conftest import bench
 
-from orchestrator.config.catalog import discover, load_manifest, select
+from orchestrator.config.catalog import CONTRACT_ENV, discover, load_manifest, select
 from orchestrator.errors import ManifestError, UsageError
 
 VALID = '''
@@ -115,3 +115,17 @@ def test_unknown_names_list_the_valid_ones(tmp_path):
         select(catalog, ["demo"], ["three"])
     assert [t.id for t in select(catalog, ["demo"], None)] == ["demo:one", "demo:two"]
     assert [t.id for t in select(catalog, ["demo:two"], None)] == ["demo:two"]
+
+
+@pytest.mark.parametrize("name", ["LD_PRELOAD", "LD_LIBRARY_PATH", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS",
+                                  "JDK_JAVA_OPTIONS", "CLASSPATH", *CONTRACT_ENV])
+def test_a_variant_may_not_set_what_takes_over_the_jvm_or_the_contracts_variables(tmp_path, name):
+    path = write(tmp_path, VALID.replace('env = { A = "b" }', f'env = {{ {name} = "x" }}'))
+    with pytest.raises(ManifestError, match=f"field 'variants.one.env.{name}': a variant may not set {name}"):
+        load_manifest(path)
+
+
+def test_a_variant_may_set_its_own_variables_and_the_pool_sizes(tmp_path):
+    for name in ("SPRING_PROFILES_ACTIVE", "DB_POOL_SIZE", "REDIS_POOL_SIZE"):
+        path = write(tmp_path, VALID.replace('env = { A = "b" }', f'env = {{ {name} = "x" }}'))
+        assert load_manifest(path).variants["one"].env == {name: "x"}

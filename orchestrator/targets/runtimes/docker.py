@@ -24,6 +24,7 @@ from pathlib import Path
 
 import psutil
 
+from orchestrator.config.options import byte_size
 from orchestrator.infra.cleanup import remove_orphans
 from orchestrator.infra.docker_engine import LABEL_RUN, USER, USER_ID, client, owner_labels, remote_address, run_container
 from orchestrator.infra.procs import beyond, scheduled_in, table_listeners
@@ -31,11 +32,6 @@ from orchestrator.targets.jvm import JvmCounters, command_line, counters_of
 from orchestrator.targets.runtimes.base import LaunchSpec, Mount, Runtime, Server, Usage
 
 APP_DIR = "/app"
-
-
-def memory_bytes(limit: str) -> int:
-    units = {"k": 2**10, "m": 2**20, "g": 2**30}
-    return int(limit[:-1]) * units[limit[-1].lower()]
 
 
 class DockerServer(Server):
@@ -156,7 +152,7 @@ class DockerRuntime(Runtime):
         fw = spec.target.framework
         artifact = f"{APP_DIR}/{fw.artifact}"
         argv = command_line(spec.target, "java", spec.jvm_opts, artifact)
-        limit = memory_bytes(self.memory)
+        limit = byte_size(self.memory, "--memory")
         spec.log_path.parent.mkdir(parents=True, exist_ok=True)
         for m in spec.mounts:
             if m.writable:
