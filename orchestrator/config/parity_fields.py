@@ -12,6 +12,7 @@ PARITY_FIELDS = {
     "workers": "threads that run a request's work",
     "redis": "Redis client, commands in flight",
     "db": "database pool, statements in flight",
+    "downstream": "HTTP client to the downstream, calls in flight",
     "keep_alive": "requests per keep-alive connection",
     "backlog": "accept backlog",
 }

@@ -162,6 +162,16 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              body=b'{"name":"bench-write","price":1.5}', headers=_JSON_BODY, backend_work={"db_inserts": 1},
              contract="one INSERT of the row sent, answered with its generated id; no Redis command, no PREPARE "
                       "per request."),
+    Scenario("fan-out", "GET", "/fan-out?calls=3", 200, "application/json", [{"call": i} for i in (1, 2, 3)],
+             backend_work={"downstream_calls": 3},
+             rejects=(*_rejects("/fan-out", "calls", 16), ("/fan-out?calls=0", "calls of 0")),
+             contract="three GETs to the downstream service, all in flight at once, each answering after the run's "
+                      "downstream delay; their bodies answered as a JSON array in order; no Redis command, no "
+                      "database statement."),
+    Scenario("cache-aside", "GET", "/cache-aside?id=42", 200, "application/json", seeded_row(42),
+             rejects=(("/cache-aside", "a missing id"), *_rejects("/cache-aside", "id", 2_147_483_647)),
+             contract="one Redis GET of the item; on a miss, one SELECT of its row and one SET with the cache's time "
+                      "to live; answered as db-read answers the row."),
     Scenario("proxy", "GET", "/proxy/sleep?ms=100", 200, "application/json", {"sleptMs": 100},
              contract="forwards /sleep?ms=100 to the backend target and returns its response; the gateway sends "
                       "no Redis command, no database statement."),

@@ -12,6 +12,12 @@ public final class Contract {
     public static final String SELECT_ITEM = "SELECT id, name, price FROM item WHERE id = ?";
     public static final String INSERT_ITEM = "INSERT INTO item (name, price) VALUES (?, ?)";
     public static final List<String> REDIS_KEYS = List.of("bench:1", "bench:2", "bench:3");
+    /** fan-out: the downstream's path for call {@code i} (1-based), after DOWNSTREAM_URL. */
+    public static final String DOWNSTREAM_CALL = "/call?i=";
+    /** fan-out: a call's whole time, the wait for a pooled connection included, before the request answers 504. */
+    public static final int DOWNSTREAM_TIMEOUT_MS = 5_000;
+    public static final String DOWNSTREAM_TIMED_OUT = "downstream timed out";
+    public static final String DOWNSTREAM_FAILED = "downstream failed";
     /** What a parameter reads as when the contract answers it with 400. */
     public static final int INVALID = -1;
 
@@ -29,6 +35,17 @@ public final class Contract {
     /** Required: an absent id is a 400 like a malformed one; a well-formed id with no row is the caller's 404. */
     public static int itemId(String raw) {
         return param(raw, INVALID, Integer.MAX_VALUE);
+    }
+
+    /** fan-out's calls: 1 to 16, 3 when absent; 0 is a 400 like a malformed value. */
+    public static int fanOutCalls(String raw) {
+        int calls = param(raw, 3, 16);
+        return calls == 0 ? INVALID : calls;
+    }
+
+    /** cache-aside's Redis key for an item. */
+    public static String cacheKey(int id) {
+        return "item:" + id;
     }
 
     /**
