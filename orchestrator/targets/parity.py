@@ -74,15 +74,11 @@ def libraries(fw) -> dict[str, str]:
 
 
 _PLACEHOLDER = re.compile(r"\{([A-Z_]+)\}")
-# A size the target takes from its own default when the run does not set it (CONTRACT.md's environment):
-# `{DOWNSTREAM_POOL_SIZE}` shows that default, not the placeholder, unless the environment sets another.
-_TARGET_DEFAULTS = {"DOWNSTREAM_POOL_SIZE": "512"}
 
 
 def declared(target: Target, env: dict[str, str]) -> dict[str, str]:
     """The framework's parity table with its variant's overrides, the `{DB_POOL_SIZE}`-style placeholders
     filled in from the environment the target is started with: a pool shrunk by an override shows as such."""
-    env = {**_TARGET_DEFAULTS, **env}
     out = {}
     for key, text in {**target.framework.parity, **target.variant.parity}.items():
         out[key] = _PLACEHOLDER.sub(lambda m: env.get(m.group(1), m.group(0)), text)
