@@ -102,9 +102,18 @@ class Downstream(settings: Settings) : AutoCloseable {
     }
 
     override fun close() {
+        // Ktor's Apache5 engine closes its I/O reactor with CloseMode.IMMEDIATE, and httpcore5's reactor
+        // then trips over its own closed selector and logs a ClosedSelectorException with a stack trace
+        // (SingleCoreIOReactor.doTerminate): noise in the log tail of every stopped target, where a failed
+        // cell quotes it. Only that logger, and only once the client is closing, is silenced.
+        (LoggerFactory.getLogger(APACHE_ASYNC_LOGGER) as? ch.qos.logback.classic.Logger)?.level =
+            ch.qos.logback.classic.Level.OFF
         client.close()
     }
 }
+
+/** The logger of Apache's async client, where its I/O reactor reports exceptions of its own. */
+private const val APACHE_ASYNC_LOGGER = "org.apache.hc.client5.http.impl.async"
 
 private fun Throwable.causes(): Sequence<Throwable> =
     generateSequence(this) { t -> t.cause?.takeIf { it !== t } }.take(16)
