@@ -74,18 +74,14 @@ def libraries(fw) -> dict[str, str]:
 
 
 _PLACEHOLDER = re.compile(r"\{([A-Z_]+)\}")
-# A size the run may not pass to every target is still filled in: with the contract's default, which the
-# target takes when its environment lacks it (CONTRACT.md: DOWNSTREAM_POOL_SIZE, default 512).
-_DEFAULTS = {"DOWNSTREAM_POOL_SIZE": "512"}
 
 
 def declared(target: Target, env: dict[str, str]) -> dict[str, str]:
     """The framework's parity table with its variant's overrides, the `{DB_POOL_SIZE}`-style placeholders
     filled in from the environment the target is started with: a pool shrunk by an override shows as such."""
-    values = {**_DEFAULTS, **env}
     out = {}
     for key, text in {**target.framework.parity, **target.variant.parity}.items():
-        out[key] = _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), text)
+        out[key] = _PLACEHOLDER.sub(lambda m: env.get(m.group(1), m.group(0)), text)
     return out
 
 
