@@ -78,9 +78,10 @@ final class Downstream {
         // one more, and this bound closes the oldest idle one then, so that no more than poolSize
         // are kept. Read once, when the client's ConnectionPool class loads: set before the client.
         System.setProperty("jdk.httpclient.connectionPoolSize", Integer.toString(poolSize));
-        // How long an idle connection is kept: the JDK's default, 30 s, written down. It is under
-        // nginx's keepalive_timeout (75 s), so that the client, not the server, closes an idle
-        // connection, and no call is sent on one the server is closing.
+        // How long an idle connection is kept: the JDK's default, 30 s, written down. It is under the
+        // downstream's keepalive_timeout (nginx's default 75 s; the harness's nginx keeps 300 s), so
+        // that the client, not the server, closes an idle connection, and no call is sent on one the
+        // server is closing.
         System.setProperty("jdk.httpclient.keepalive.timeout", "30");
         this.client = HttpClient.newBuilder()
                 // The contract's HTTP/1.1 with keep-alive; the default, HTTP/2, would send each new
