@@ -89,7 +89,8 @@ class Downstream(
     @Value("\${DOWNSTREAM_POOL_SIZE:512}") poolSize: Int,
 ) : DisposableBean {
 
-    private val client: RestClient = builder.baseUrl(url).build()
+    // without DOWNSTREAM_URL (an orchestrator that starts no downstream) every call fails: a 502, the app still starts
+    private val client: RestClient = builder.also { if (url.isNotEmpty()) it.baseUrl(url) }.build()
 
     private val executor: ExecutorService =
         if (Threading.VIRTUAL.isActive(environment)) {
@@ -144,13 +145,13 @@ class Downstream(
     }
 
     /**
-     * [call] under its 5 s. A call that ends in failure at its deadline timed out, whatever it threw: an interrupted
-     * call throws its client's exception (a closed socket) rather than withTimeout's.
+     * [block], one call, under its 5 s. A call that ends in failure at its deadline timed out, whatever it threw:
+     * an interrupted call throws its client's exception (a closed socket) rather than withTimeout's.
      */
-    private suspend fun <T> timed(call: suspend () -> T): T {
+    private suspend fun <T> timed(block: suspend () -> T): T {
         val started = System.nanoTime()
         try {
-            return withTimeout(Contract.DOWNSTREAM_TIMEOUT_MS) { call() }
+            return withTimeout(Contract.DOWNSTREAM_TIMEOUT_MS) { block() }
         } catch (e: Exception) {
             val late = System.nanoTime() - started >= TimeUnit.MILLISECONDS.toNanos(Contract.DOWNSTREAM_TIMEOUT_MS)
             if (e is TimeoutCancellationException || late) throw DownstreamTimedOut(e)
