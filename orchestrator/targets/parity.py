@@ -74,19 +74,14 @@ def libraries(fw) -> dict[str, str]:
 
 
 _PLACEHOLDER = re.compile(r"\{([A-Z_]+)\}")
-# The contract's default of a size the run's environment may not set (CONTRACT.md's environment table): the
-# value a target then runs with, so that `{DOWNSTREAM_POOL_SIZE}` is filled in either way.
-_DEFAULTS = {"DOWNSTREAM_POOL_SIZE": "512"}
 
 
 def declared(target: Target, env: dict[str, str]) -> dict[str, str]:
     """The framework's parity table with its variant's overrides, the `{DB_POOL_SIZE}`-style placeholders
-    (and `{DOWNSTREAM_POOL_SIZE}`) filled in from the environment the target is started with: a pool shrunk
-    by an override shows as such."""
-    values = {**_DEFAULTS, **env}
+    filled in from the environment the target is started with: a pool shrunk by an override shows as such."""
     out = {}
     for key, text in {**target.framework.parity, **target.variant.parity}.items():
-        out[key] = _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), text)
+        out[key] = _PLACEHOLDER.sub(lambda m: env.get(m.group(1), m.group(0)), text)
     return out
 
 
