@@ -106,7 +106,7 @@ class BlockingController(
         } catch (e: Exception) {
             return downstreamFailure(e)
         }
-        return reply(Done(bodies, threadIf(report)))
+        return reply<Any>(Done(bodies, threadIf(report)))
     }
 
     /** GET from Redis (the redis scenario's template); on a miss, db-read's SELECT and a SET with the cache's TTL. */

@@ -121,7 +121,7 @@ class CoroutineController(
         } catch (e: Exception) {
             return downstreamFailure(e)
         }
-        return reply(Done(bodies, threadIf(report)))
+        return reply<Any>(Done(bodies, threadIf(report)))
     }
 
     /**

@@ -60,7 +60,7 @@ fun downstreamFailure(failure: Throwable): ResponseEntity<Any> {
     val cause = generateSequence(failure) { it.cause }.last()
     // one line: an exception's message may span several (Jackson's does)
     downstreamLog.warn("{} {}: {}", status.value(), text, cause.toString().replace(Regex("\\s*\\R\\s*"), " "))
-    return ResponseEntity.status(status).body(DownstreamError(text))
+    return ResponseEntity.status(status).body<Any>(DownstreamError(text))
 }
 
 fun sleepMs(raw: String?): Int = Contract.sleepMs(raw) ?: badRequest("ms")
