@@ -80,6 +80,14 @@ def test_placeholders_take_the_values_the_target_starts_with():
     assert declared["redis"] == fw.parity["redis"]        # no placeholder: Lettuce pipelines
 
 
+def test_the_downstream_pool_placeholder_is_the_contracts_default_unless_the_environment_sets_it():
+    target = select(discover(), ["spring-mvc"], ["platform"])[0]
+    assert "{DOWNSTREAM_POOL_SIZE}" in target.framework.parity["downstream"]
+    declared = parity.declared(target, pool_env(Settings(), target))["downstream"]
+    assert "512 connections" in declared and "{" not in declared
+    assert "64 connections" in parity.declared(target, {"DOWNSTREAM_POOL_SIZE": "64"})["downstream"]
+
+
 def test_a_variant_env_wins_over_the_run_limits():
     target = select(discover(), ["vertx"], ["eventloop"])[0]
     shrunk = replace(target, variant=replace(target.variant, env={**target.variant.env, "DB_POOL_SIZE": "2"}))

@@ -10,6 +10,7 @@ import bench.shared.Primes
 import bench.shared.Slept
 import bench.shared.countPrimes
 import bench.shared.countPrimesYielding
+import org.springframework.beans.factory.annotation.Value
 import org.springframework.context.annotation.Profile
 import org.springframework.data.redis.core.StringRedisTemplate
 import org.springframework.http.HttpStatus
@@ -21,6 +22,8 @@ import org.springframework.web.bind.annotation.RequestBody
 import org.springframework.web.bind.annotation.RequestHeader
 import org.springframework.web.bind.annotation.RequestParam
 import org.springframework.web.bind.annotation.RestController
+import tools.jackson.databind.json.JsonMapper
+import java.time.Duration
 
 /**
  * Plain blocking handlers, run on the thread Tomcat gives the request: a pooled platform
@@ -28,7 +31,14 @@ import org.springframework.web.bind.annotation.RestController
  */
 @RestController
 @Profile("!coroutines")
-class BlockingController(private val items: JdbcItems, private val redis: StringRedisTemplate) {
+class BlockingController(
+    private val items: JdbcItems,
+    private val redis: StringRedisTemplate,
+    private val downstream: Downstream,
+    private val json: JsonMapper,
+    @Value("\${CACHE_TTL_S:10}") cacheTtlSeconds: Long,
+) {
+    private val cacheTtl = Duration.ofSeconds(cacheTtlSeconds)
 
     @GetMapping("/plaintext", produces = [MediaType.TEXT_PLAIN_VALUE])
     fun plaintext(@RequestHeader(REPORT_THREAD, required = false) report: String?): ResponseEntity<String> =
@@ -83,4 +93,36 @@ class BlockingController(private val items: JdbcItems, private val redis: String
         @RequestBody item: NewItem,
         @RequestHeader(REPORT_THREAD, required = false) report: String?,
     ): ResponseEntity<Created> = reply(work(report) { Created(items.insert(item)) }, HttpStatus.CREATED)
+
+    /** The calls on the downstream executor (see [Downstream.fanOut]); the bodies combined on the request's thread. */
+    @GetMapping("/fan-out")
+    fun fanOut(
+        @RequestParam(required = false) calls: String?,
+        @RequestHeader(REPORT_THREAD, required = false) report: String?,
+    ): ResponseEntity<Any> {
+        val count = fanOutCalls(calls)
+        val bodies = try {
+            downstream.fanOut(count)
+        } catch (e: Exception) {
+            return downstreamFailure(e)
+        }
+        return reply<Any>(Done(bodies, threadIf(report)))
+    }
+
+    /** GET from Redis (the redis scenario's template); on a miss, db-read's SELECT and a SET with the cache's TTL. */
+    @GetMapping("/cache-aside")
+    fun cacheAside(
+        @RequestParam(required = false) id: String?,
+        @RequestHeader(REPORT_THREAD, required = false) report: String?,
+    ): ResponseEntity<String> {
+        val key = itemId(id)
+        val cacheKey = Contract.cacheKey(key)
+        val cached = redis.opsForValue().get(cacheKey)
+        val thread = threadIf(report)
+        if (cached != null) return jsonText(cached, thread)
+        val item = items.find(key) ?: return ResponseEntity.notFound().build()
+        val text = json.writeValueAsString(item)
+        redis.opsForValue().set(cacheKey, text, cacheTtl)
+        return jsonText(text, thread)
+    }
 }
