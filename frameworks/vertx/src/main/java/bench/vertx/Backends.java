@@ -171,6 +171,7 @@ final class Backends {
   }
 
   Future<Void> close() {
-    return Future.join(pool.close(), redis.close(), downstream.close()).mapEmpty();
+    downstream.close();   // the Web Client's close returns nothing to wait for
+    return Future.join(pool.close(), redis.close()).mapEmpty();
   }
 }
