@@ -12,6 +12,8 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.handler.BodyHandler;
+import java.util.concurrent.TimeoutException;
+import java.util.logging.Logger;
 
 /**
  * One HTTP server and its router. Each deployed instance listens on the same port; Vert.x shares
@@ -20,6 +22,8 @@ import io.vertx.ext.web.handler.BodyHandler;
  * they wait for a timer, Redis or the database.
  */
 abstract class BenchVerticle extends VerticleBase {
+
+  private static final Logger LOG = Logger.getLogger(BenchVerticle.class.getName());
 
   protected final Backends backends;
   private final Settings settings;
@@ -38,6 +42,12 @@ abstract class BenchVerticle extends VerticleBase {
 
   protected abstract void dbWrite(RoutingContext ctx, Bodies.NewItem item);
 
+  /** Makes {@code calls} (1..16) downstream calls at once and answers their bodies in order. */
+  protected abstract void fanOut(RoutingContext ctx, int calls);
+
+  /** Redis first, the database on a miss (then cached with CACHE_TTL_S); 404 when there is no row. */
+  protected abstract void cacheAside(RoutingContext ctx, int id);
+
   @Override
   public Future<?> start() {
     Router router = Router.router(vertx);
@@ -54,6 +64,8 @@ abstract class BenchVerticle extends VerticleBase {
     router.get("/redis").handler(this::redis);
     router.get("/db").handler(this::handleDbRead);
     router.post("/db").handler(BodyHandler.create(false)).handler(this::handleDbWrite);
+    router.get("/fan-out").handler(this::handleFanOut);
+    router.get("/cache-aside").handler(this::handleCacheAside);
 
     HttpServerOptions options = new HttpServerOptions()
         .setHost(settings.bindAddress())
@@ -98,6 +110,39 @@ abstract class BenchVerticle extends VerticleBase {
     } else {
       dbWrite(ctx, item);
     }
+  }
+
+  private void handleFanOut(RoutingContext ctx) {
+    int calls = Contract.fanOutCalls(ctx.request().getParam("calls"));
+    if (calls == Contract.INVALID) {
+      Reply.status(ctx, 400);
+    } else {
+      fanOut(ctx, calls);
+    }
+  }
+
+  private void handleCacheAside(RoutingContext ctx) {
+    int id = Contract.itemId(ctx.request().getParam("id"));
+    if (id == Contract.INVALID) {
+      Reply.status(ctx, 400);
+    } else {
+      cacheAside(ctx, id);
+    }
+  }
+
+  /**
+   * A failed downstream call, as the contract answers it: 504 when it timed out (the wrapping
+   * Future.timeout or the client's own connect or idle timeout), 502 for anything else (refused,
+   * reset, not 200, not JSON). One log line, without the stack trace.
+   */
+  protected static void replyDownstreamFailure(RoutingContext ctx, Throwable failure) {
+    boolean timedOut = false;
+    for (Throwable t = failure; t != null && !timedOut; t = t.getCause()) {
+      timedOut = t instanceof TimeoutException;
+    }
+    String message = timedOut ? Contract.DOWNSTREAM_TIMED_OUT : Contract.DOWNSTREAM_FAILED;
+    LOG.warning(() -> ("fan-out: " + message + ": " + failure).replace('\n', ' '));
+    Reply.json(ctx, timedOut ? 504 : 502, Bodies.error(message));
   }
 
   protected static void replyItem(RoutingContext ctx, JsonObject item) {

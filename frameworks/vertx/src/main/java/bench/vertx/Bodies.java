@@ -8,6 +8,7 @@ import io.vertx.redis.client.Response;
 import io.vertx.sqlclient.Row;
 import io.vertx.sqlclient.RowSet;
 import java.math.BigDecimal;
+import java.util.List;
 
 /**
  * The bodies every variant builds, as frameworks/CONTRACT.md shows them; its parameters, statements and
@@ -61,6 +62,16 @@ final class Bodies {
 
   static JsonObject created(long id) {
     return new JsonObject().put("id", id);
+  }
+
+  /** fan-out's answer: the downstream's bodies, parsed, in the order of their {@code i}. */
+  static JsonArray fanOut(List<JsonObject> bodies) {
+    return new JsonArray(bodies);
+  }
+
+  /** fan-out's 502 and 504: {@code {"error":"downstream failed"}} or {@code "downstream timed out"}. */
+  static JsonObject error(String message) {
+    return new JsonObject().put("error", message);
   }
 
   /** The MGET reply as a JSON array of strings (null for a missing key). */

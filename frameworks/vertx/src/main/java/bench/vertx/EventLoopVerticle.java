@@ -1,5 +1,6 @@
 package bench.vertx;
 
+import io.vertx.core.Future;
 import io.vertx.ext.web.RoutingContext;
 
 /**
@@ -36,5 +37,39 @@ final class EventLoopVerticle extends BenchVerticle {
     backends.insert(item)
         .onSuccess(id -> Reply.json(ctx, 201, Bodies.created(id)))
         .onFailure(ctx::fail);
+  }
+
+  @Override
+  protected void fanOut(RoutingContext ctx, int calls) {
+    // Every call is started before Future.all composes them; it fails at the first failed call.
+    // The callback runs back on this instance's event loop, which combines the bodies.
+    Future.all(backends.downstreamCalls(calls))
+        .onSuccess(all -> Reply.json(ctx, 200, Bodies.fanOut(all.list())))
+        .onFailure(failure -> replyDownstreamFailure(ctx, failure));
+  }
+
+  @Override
+  protected void cacheAside(RoutingContext ctx, int id) {
+    backends.cachedItem(id)
+        .compose(cached -> cached != null ? Future.succeededFuture(cached) : fill(id))
+        .onSuccess(json -> {
+          if (json == null) {
+            Reply.status(ctx, 404);
+          } else {
+            Reply.jsonText(ctx, json);
+          }
+        })
+        .onFailure(ctx::fail);
+  }
+
+  /** A miss: the row from the database, cached before it is answered; null when there is no row. */
+  private Future<String> fill(int id) {
+    return backends.item(id).compose(item -> {
+      if (item == null) {
+        return Future.succeededFuture(null);
+      }
+      String json = item.encode();
+      return backends.cacheItem(id, json).map(json);
+    });
   }
 }

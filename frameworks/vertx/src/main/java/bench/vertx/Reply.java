@@ -22,6 +22,11 @@ final class Reply {
     ctx.json(body);
   }
 
+  /** JSON text answered as it is, unparsed (cache-aside's hit: the row's JSON as Redis holds it). */
+  static void jsonText(RoutingContext ctx, String json) {
+    response(ctx, 200).putHeader(HttpHeaders.CONTENT_TYPE, "application/json").end(json);
+  }
+
   static void status(RoutingContext ctx, int status) {
     response(ctx, status).end();
   }

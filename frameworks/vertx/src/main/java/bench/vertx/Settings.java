@@ -13,7 +13,10 @@ record Settings(
     String dbUser,
     String dbPassword,
     int dbPoolSize,
-    int redisPoolSize) {
+    int redisPoolSize,
+    String downstreamUrl,
+    int downstreamPoolSize,
+    int cacheTtlS) {
 
   static Settings fromEnv() {
     return new Settings(
@@ -28,7 +31,10 @@ record Settings(
         env("DB_USER", "bench"),
         env("DB_PASSWORD", null),
         Integer.parseInt(env("DB_POOL_SIZE", "16")),
-        Integer.parseInt(env("REDIS_POOL_SIZE", "16")));
+        Integer.parseInt(env("REDIS_POOL_SIZE", "16")),
+        env("DOWNSTREAM_URL", null),
+        Integer.parseInt(env("DOWNSTREAM_POOL_SIZE", "512")),
+        Integer.parseInt(env("CACHE_TTL_S", "10")));
   }
 
   private static String env(String name, String fallback) {
@@ -42,6 +48,7 @@ record Settings(
     return "Settings[port=" + port + ", bindAddress=" + bindAddress
         + ", redis=" + redisHost + ":" + redisPort
         + ", db=" + dbHost + ":" + dbPort + "/" + dbName + ", dbPoolSize=" + dbPoolSize
-        + ", redisPoolSize=" + redisPoolSize + "]";
+        + ", redisPoolSize=" + redisPoolSize + ", downstream=" + downstreamUrl
+        + ", downstreamPoolSize=" + downstreamPoolSize + ", cacheTtlS=" + cacheTtlS + "]";
   }
 }

@@ -1,7 +1,9 @@
 package bench.vertx;
 
+import io.vertx.core.Future;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
+import java.util.List;
 
 /**
  * Deployed with {@code ThreadingModel.VIRTUAL_THREAD}: each request runs on a virtual thread and
@@ -36,5 +38,34 @@ final class VirtualThreadVerticle extends BenchVerticle {
   protected void dbWrite(RoutingContext ctx, Bodies.NewItem item) {
     long id = backends.insert(item).await();
     Reply.json(ctx, 201, Bodies.created(id));
+  }
+
+  @Override
+  protected void fanOut(RoutingContext ctx, int calls) {
+    // Every call is started before the virtual thread parks on Future.all; await throws the
+    // first call's failure. The bodies are combined here, on the virtual thread.
+    List<JsonObject> bodies;
+    try {
+      bodies = Future.all(backends.downstreamCalls(calls)).await().list();
+    } catch (Exception failure) {
+      replyDownstreamFailure(ctx, failure);
+      return;
+    }
+    Reply.json(ctx, 200, Bodies.fanOut(bodies));
+  }
+
+  @Override
+  protected void cacheAside(RoutingContext ctx, int id) {
+    String json = backends.cachedItem(id).await();
+    if (json == null) {
+      JsonObject item = backends.item(id).await();
+      if (item == null) {
+        Reply.status(ctx, 404);
+        return;
+      }
+      json = item.encode();
+      backends.cacheItem(id, json).await();
+    }
+    Reply.jsonText(ctx, json);
   }
 }
