@@ -80,6 +80,14 @@ def test_placeholders_take_the_values_the_target_starts_with():
     assert declared["redis"] == fw.parity["redis"]        # no placeholder: Lettuce pipelines
 
 
+def test_the_downstream_pool_takes_the_contract_default_unless_the_target_starts_with_another():
+    target = select(discover(), ["quarkus"], ["reactive"])[0]
+    assert "{DOWNSTREAM_POOL_SIZE}" in target.framework.parity["downstream"]
+    assert "512 HTTP/1.1" in parity.declared(target, pool_env(Settings(), target))["downstream"]
+    declared = parity.declared(target, {**pool_env(Settings(), target), "DOWNSTREAM_POOL_SIZE": "8"})
+    assert "8 HTTP/1.1" in declared["downstream"] and "{" not in declared["downstream"]
+
+
 def test_a_variant_env_wins_over_the_run_limits():
     target = select(discover(), ["vertx"], ["eventloop"])[0]
     shrunk = replace(target, variant=replace(target.variant, env={**target.variant.env, "DB_POOL_SIZE": "2"}))
