@@ -80,11 +80,11 @@ def test_placeholders_take_the_values_the_target_starts_with():
     assert declared["redis"] == fw.parity["redis"]        # no placeholder: Lettuce pipelines
 
 
-def test_the_downstream_pool_takes_the_contract_default_unless_the_target_starts_with_another():
+def test_the_downstream_pool_placeholder_takes_the_size_the_target_starts_with():
     target = select(discover(), ["quarkus"], ["reactive"])[0]
     assert "{DOWNSTREAM_POOL_SIZE}" in target.framework.parity["downstream"]
     assert "512 HTTP/1.1" in parity.declared(target, pool_env(Settings(), target))["downstream"]
-    declared = parity.declared(target, {**pool_env(Settings(), target), "DOWNSTREAM_POOL_SIZE": "8"})
+    declared = parity.declared(target, pool_env(Settings(downstream_pool_size=8), target))
     assert "8 HTTP/1.1" in declared["downstream"] and "{" not in declared["downstream"]
 
 

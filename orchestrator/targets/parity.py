@@ -74,19 +74,14 @@ def libraries(fw) -> dict[str, str]:
 
 
 _PLACEHOLDER = re.compile(r"\{([A-Z_]+)\}")
-# CONTRACT.md's default of a pool size the target reads from its environment, for a placeholder whose variable
-# the run does not set: the target then runs with the default, so the table shows it.
-_CONTRACT_DEFAULTS = {"DOWNSTREAM_POOL_SIZE": "512"}
 
 
 def declared(target: Target, env: dict[str, str]) -> dict[str, str]:
     """The framework's parity table with its variant's overrides, the `{DB_POOL_SIZE}`-style placeholders
-    (`{DB_POOL_SIZE}`, `{REDIS_POOL_SIZE}`, `{DOWNSTREAM_POOL_SIZE}`) filled in from the environment the target
-    is started with: a pool shrunk by an override shows as such."""
-    values = {**_CONTRACT_DEFAULTS, **env}
+    filled in from the environment the target is started with: a pool shrunk by an override shows as such."""
     out = {}
     for key, text in {**target.framework.parity, **target.variant.parity}.items():
-        out[key] = _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), text)
+        out[key] = _PLACEHOLDER.sub(lambda m: env.get(m.group(1), m.group(0)), text)
     return out
 
 
