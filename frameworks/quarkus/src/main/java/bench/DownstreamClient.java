@@ -1,5 +1,6 @@
 package bench;
 
+import org.eclipse.microprofile.rest.client.annotation.RegisterProvider;
 import org.eclipse.microprofile.rest.client.inject.RegisterRestClient;
 import org.jboss.resteasy.reactive.RestResponse;
 
@@ -20,6 +21,7 @@ import jakarta.ws.rs.core.MediaType;
  * through the client's default exception mapper).
  */
 @RegisterRestClient(configKey = "downstream")
+@RegisterProvider(DownstreamHttpOptions.class) // the unbounded wait queue for a connection
 @Path("/call")
 @Produces(MediaType.APPLICATION_JSON)
 public interface DownstreamClient {
