@@ -187,12 +187,12 @@ class CacheAside(Scenario):
             if problems:
                 return problems, r
             after_miss = _cache_counts(redis, backends.infra)
-            ttl = redis.ttl(key)
+            hit = ask(port, self.method, self.path, host=host)
+            after_hit = _cache_counts(redis, backends.infra)
+            ttl = redis.ttl(key)   # after the counts: Redis counts TTL's look-up as a keyspace hit
             if not 0 < ttl <= backends.cache_ttl_s:
                 problems.append(f"after a miss, {key} in Redis has a time to live of {ttl} s, expected 1 to "
                                 f"{backends.cache_ttl_s} (CACHE_TTL_S; -2: not stored, -1: no expiry)")
-            hit = ask(port, self.method, self.path, host=host)
-            after_hit = _cache_counts(redis, backends.infra)
             problems += [f"the second {self.method} {self.path} (a hit): {p}" for p in check_response(self, hit, self.expected)]
             want = {"miss": (0, 1, 1), "hit": (1, 0, 0)}   # (Redis hits, Redis misses, SELECTs)
             for what, (a, b) in (("miss", (before, after_miss)), ("hit", (after_miss, after_hit))):
