@@ -4,7 +4,7 @@ import bench.shared.Contract;
 import jakarta.ws.rs.BadRequestException;
 
 /**
- * The contract's query parameters (bench.shared.Contract) as JAX-RS answers them: a parameter the
+ * The contract's query parameters (bench.shared.Contract: ms, n, id, calls) as JAX-RS answers them: a parameter the
  * contract rejects is a 400. Taken as Strings, because a JAX-RS int parameter that fails to convert
  * gives 404, not the contract's 400.
  */
@@ -22,6 +22,10 @@ final class Params {
 
     static int itemId(String raw) {
         return valid(Contract.itemId(raw));
+    }
+
+    static int fanOutCalls(String raw) {
+        return valid(Contract.fanOutCalls(raw));
     }
 
     private static int valid(int value) {

@@ -22,4 +22,8 @@ public final class Payloads {
 
     public record Created(long id) {
     }
+
+    /** fan-out's answer when a downstream call failed: {"error":"downstream timed out"} or {"error":"downstream failed"}. */
+    public record DownstreamError(String error) {
+    }
 }

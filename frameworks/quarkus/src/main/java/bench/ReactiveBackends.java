@@ -3,11 +3,17 @@ package bench;
 import java.util.List;
 import java.util.Map;
 
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
 import bench.Payloads.NewItem;
 import bench.shared.Contract;
 import bench.shared.Item;
 import io.quarkus.redis.datasource.ReactiveRedisDataSource;
 import io.quarkus.redis.datasource.value.ReactiveValueCommands;
+import io.quarkus.redis.datasource.value.SetArgs;
 import io.smallrye.mutiny.Uni;
 import io.vertx.mutiny.sqlclient.Pool;
 import io.vertx.mutiny.sqlclient.Row;
@@ -23,10 +29,15 @@ public class ReactiveBackends {
 
     private final Pool pool;
     private final ReactiveValueCommands<String, String> redis;
+    private final ObjectMapper json;
+    private final long cacheTtlSeconds;
 
-    ReactiveBackends(Pool pool, ReactiveRedisDataSource redis) {
+    ReactiveBackends(Pool pool, ReactiveRedisDataSource redis, ObjectMapper json,
+            @ConfigProperty(name = "bench.cache-ttl-s") long cacheTtlSeconds) {
         this.pool = pool; // the Vert.x MySQL client pool of the default datasource
         this.redis = redis.value(String.class);
+        this.json = json; // Quarkus's ObjectMapper, the one the REST layer answers db-read with
+        this.cacheTtlSeconds = cacheTtlSeconds;
     }
 
     Uni<List<String>> redisValues() {
@@ -43,6 +54,25 @@ public class ReactiveBackends {
             Row row = it.next();
             return new Item(row.getInteger(0), row.getString(1), row.getBigDecimal(2));
         });
+    }
+
+    /** cache-aside: {@code GET item:<id>}; a null item on a miss. */
+    Uni<String> cached(int id) {
+        return redis.get(Contract.cacheKey(id));
+    }
+
+    /**
+     * cache-aside's miss: the row as db-read answers it (Jackson, from the record), stored with
+     * {@code SET item:<id> <json> EX <CACHE_TTL_S>}; the JSON text once Redis has acknowledged it.
+     */
+    Uni<String> cache(Item item) {
+        String text;
+        try {
+            text = json.writeValueAsString(item);
+        } catch (JsonProcessingException e) {
+            return Uni.createFrom().failure(e);
+        }
+        return redis.set(Contract.cacheKey(item.id()), text, new SetArgs().ex(cacheTtlSeconds)).replaceWith(text);
     }
 
     Uni<Long> insert(NewItem item) {

@@ -36,10 +36,12 @@ import jakarta.ws.rs.core.MediaType;
 @EndpointDisabled(name = "bench.serve.reactive", stringValue = "false", disableIfMissing = true)
 public class ReactiveResource {
     private final ReactiveBackends backends;
+    private final Downstream downstream;
     private final Vertx vertx;
 
-    ReactiveResource(ReactiveBackends backends, Vertx vertx) {
+    ReactiveResource(ReactiveBackends backends, Downstream downstream, Vertx vertx) {
         this.backends = backends;
+        this.downstream = downstream;
         this.vertx = vertx;
     }
 
@@ -98,5 +100,32 @@ public class ReactiveResource {
     @Produces(MediaType.APPLICATION_JSON)
     public Uni<RestResponse<Created>> create(NewItem item, @RestHeader(Replies.REPORT_THREAD) String reportThread) {
         return backends.insert(item).map(id -> Replies.created(new Created(id), reportThread));
+    }
+
+    /**
+     * All calls sent at once (Uni.join), each a Uni of the REST client; the bodies combined in the map that follows
+     * the last reply, on the event loop. A failed call answers 504 or 502 (Downstream.failed).
+     */
+    @GET
+    @Path("fan-out")
+    @Produces(MediaType.APPLICATION_JSON)
+    public Uni<RestResponse<Object>> fanOut(@RestQuery String calls, @RestHeader(Replies.REPORT_THREAD) String reportThread) {
+        int n = Params.fanOutCalls(calls);
+        return downstream.fanOut(n)
+                .map(bodies -> Replies.<Object> ok(bodies, reportThread))
+                .onFailure().recoverWithItem(failure -> Downstream.failed(failure, n, reportThread));
+    }
+
+    /** GET item:<id>; on a miss the SELECT, then SET ... EX; X-Thread names the thread that had Redis's (last) answer. */
+    @GET
+    @Path("cache-aside")
+    @Produces(MediaType.APPLICATION_JSON)
+    public Uni<RestResponse<String>> cacheAside(@RestQuery String id, @RestHeader(Replies.REPORT_THREAD) String reportThread) {
+        int key = Params.itemId(id);
+        return backends.cached(key).flatMap(hit -> hit != null
+                ? Uni.createFrom().item(Replies.ok(hit, reportThread))
+                : backends.item(key).flatMap(item -> item == null
+                        ? Uni.createFrom().item(Replies.<String> notFound(reportThread))
+                        : backends.cache(item).map(text -> Replies.ok(text, reportThread))));
     }
 }

@@ -7,7 +7,8 @@ import org.jboss.resteasy.reactive.RestResponse.Status;
 /**
  * Builds responses and, when the request carries X-Report-Thread, names the current thread in X-Thread.
  * Call it on the thread that did the work: in the reactive code that is inside the callback of the
- * timer, the Redis reply or the database reply.
+ * timer, the Redis reply, the database reply or
+ * the last downstream reply.
  */
 final class Replies {
     static final String REPORT_THREAD = "X-Report-Thread";
@@ -21,6 +22,10 @@ final class Replies {
 
     static <T> RestResponse<T> created(T body, String reportThread) {
         return build(ResponseBuilder.create(Status.CREATED, body), reportThread);
+    }
+
+    static <T> RestResponse<T> status(Status status, T body, String reportThread) {
+        return build(ResponseBuilder.create(status, body), reportThread);
     }
 
     static <T> RestResponse<T> notFound(String reportThread) {

@@ -5,10 +5,13 @@ import bench.shared.Primes;
 
 import java.sql.SQLException;
 import java.util.List;
+import java.util.Optional;
 
 import org.jboss.resteasy.reactive.RestHeader;
 import org.jboss.resteasy.reactive.RestQuery;
 import org.jboss.resteasy.reactive.RestResponse;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
 
 import bench.Payloads.Created;
 import bench.shared.Item;
@@ -34,9 +37,11 @@ import jakarta.ws.rs.core.MediaType;
 @EndpointDisabled(name = "bench.serve.virtual", stringValue = "false", disableIfMissing = true)
 public class VirtualResource {
     private final BlockingBackends backends;
+    private final Downstream downstream;
 
-    VirtualResource(BlockingBackends backends) {
+    VirtualResource(BlockingBackends backends, Downstream downstream) {
         this.backends = backends;
+        this.downstream = downstream;
     }
 
     @GET
@@ -95,5 +100,40 @@ public class VirtualResource {
     public RestResponse<Created> create(NewItem item, @RestHeader(Replies.REPORT_THREAD) String reportThread)
             throws SQLException {
         return Replies.created(new Created(backends.insert(item)), reportThread);
+    }
+
+    /**
+     * Each call a blocking REST client call on a virtual thread of its own, all started before this virtual
+     * thread parks to wait for them; the bodies combined here.
+     * Answers 504 or 502 when a call failed (Downstream.failed).
+     */
+    @GET
+    @Path("fan-out")
+    @Produces(MediaType.APPLICATION_JSON)
+    public RestResponse<Object> fanOut(@RestQuery String calls, @RestHeader(Replies.REPORT_THREAD) String reportThread) {
+        int n = Params.fanOutCalls(calls);
+        try {
+            return Replies.ok(downstream.fanOutOnVirtualThreads(n), reportThread);
+        } catch (Exception failure) {
+            return Downstream.failed(failure, n, reportThread);
+        }
+    }
+
+    /** GET item:<id>; on a miss the SELECT, then SET ... EX; all on this thread. */
+    @GET
+    @Path("cache-aside")
+    @Produces(MediaType.APPLICATION_JSON)
+    public RestResponse<String> cacheAside(@RestQuery String id, @RestHeader(Replies.REPORT_THREAD) String reportThread)
+            throws SQLException, JsonProcessingException {
+        int key = Params.itemId(id);
+        String hit = backends.cached(key);
+        if (hit != null) {
+            return Replies.ok(hit, reportThread);
+        }
+        Optional<Item> row = backends.item(key);
+        if (row.isEmpty()) {
+            return Replies.notFound(reportThread);
+        }
+        return Replies.ok(backends.cache(row.get()), reportThread);
     }
 }
