@@ -86,7 +86,7 @@ class BlockingController(private val work: BlockingWork) {
 
     /** Blocking Lettuce and JDBC on this virtual thread, which has Redis's answer (X-Thread). */
     @GetMapping("/cache-aside")
-    fun cacheAside(@RequestParam(required = false) id: String?, exchange: ServerWebExchange): ResponseEntity<String> {
+    fun cacheAside(@RequestParam(required = false) id: String?, exchange: ServerWebExchange): ResponseEntity<ByteArray> {
         val itemId = itemId(id)
         val key = Contract.cacheKey(itemId)
         val cached = work.cached(key)

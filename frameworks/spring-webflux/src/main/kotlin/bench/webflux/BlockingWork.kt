@@ -17,6 +17,7 @@ import org.springframework.stereotype.Component
 import org.springframework.web.client.RestClient
 import org.springframework.web.client.body
 import tools.jackson.databind.json.JsonMapper
+import java.util.concurrent.Callable
 import java.util.concurrent.ExecutionException
 import java.util.concurrent.Future
 import java.util.concurrent.TimeUnit
@@ -62,7 +63,7 @@ class BlockingWork(
      */
     fun fanOut(n: Int): List<Call> {
         val deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(Contract.DOWNSTREAM_TIMEOUT_MS)
-        val calls: List<Future<Call>> = (1..n).map { i -> virtualThreads.submit<Call> { call(i) } }
+        val calls: List<Future<Call>> = (1..n).map { i -> virtualThreads.submit(Callable { call(i) }) }
         try {
             return calls.map { it.get(deadline - System.nanoTime(), TimeUnit.NANOSECONDS) }
         } catch (e: TimeoutException) {

@@ -97,7 +97,7 @@ class CoroutineController(
     }
 
     @GetMapping("/cache-aside")
-    suspend fun cacheAside(@RequestParam(required = false) id: String?, exchange: ServerWebExchange): ResponseEntity<String> {
+    suspend fun cacheAside(@RequestParam(required = false) id: String?, exchange: ServerWebExchange): ResponseEntity<ByteArray> {
         val itemId = itemId(id)
         val key = Contract.cacheKey(itemId)
         val cached = redis.opsForValue().getAndAwait(key)

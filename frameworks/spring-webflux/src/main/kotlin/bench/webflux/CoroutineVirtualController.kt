@@ -119,7 +119,7 @@ class CoroutineVirtualController(
 
     /** Lettuce's GET and SET awaited, JDBC called, on the coroutine's virtual threads; X-Thread: the one resumed with Redis's answer. */
     @GetMapping("/cache-aside")
-    suspend fun cacheAside(@RequestParam(required = false) id: String?, exchange: ServerWebExchange): ResponseEntity<String> {
+    suspend fun cacheAside(@RequestParam(required = false) id: String?, exchange: ServerWebExchange): ResponseEntity<ByteArray> {
         val itemId = itemId(id)
         val key = Contract.cacheKey(itemId)
         return virtual {

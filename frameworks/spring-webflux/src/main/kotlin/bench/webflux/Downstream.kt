@@ -117,12 +117,13 @@ class DownstreamException(val timedOut: Boolean, cause: Throwable) :
  */
 fun downstreamFailure(t: Throwable): DownstreamException {
     if (t is DownstreamException) return t
-    var c: Throwable? = t
-    while (c != null) {
+    var c: Throwable = t
+    while (true) {
         if (c is TimeoutException) return DownstreamException(true, t)
-        c = c.cause.takeIf { it !== c }
+        val next = c.cause
+        if (next == null || next === c) return DownstreamException(false, t)
+        c = next
     }
-    return DownstreamException(false, t)
 }
 
 /** The WebClient call `i` of a fan-out, up to its response spec: a status other than 200 is an error. */

@@ -103,7 +103,7 @@ class ReactiveController(
         val n = fanOutCalls(calls)
         val each = (1..n).map { i ->
             downstream.downstreamCall(i).bodyToMono<Call>()
-                .switchIfEmpty(Mono.error { EmptyBody() })
+                .switchIfEmpty(Mono.error<Call> { EmptyBody() })
                 .timeout(DOWNSTREAM_TIMEOUT)
         }
         return Flux.mergeSequential(each)
@@ -119,7 +119,7 @@ class ReactiveController(
      * miss's switchIfEmpty.
      */
     @GetMapping("/cache-aside")
-    fun cacheAside(@RequestParam(required = false) id: String?, exchange: ServerWebExchange): Mono<ResponseEntity<String>> {
+    fun cacheAside(@RequestParam(required = false) id: String?, exchange: ServerWebExchange): Mono<ResponseEntity<ByteArray>> {
         val itemId = itemId(id)
         val key = Contract.cacheKey(itemId)
         return redis.opsForValue().get(key)

@@ -33,10 +33,15 @@ fun itemId(raw: String?): Int =
 fun fanOutCalls(raw: String?): Int =
     Contract.fanOutCalls(raw) ?: throw ResponseStatusException(HttpStatus.BAD_REQUEST, "calls")
 
-/** cache-aside's answer: the row's JSON text as it is, cached or just serialised. */
-fun jsonText(json: String): ResponseEntity<String> = ResponseEntity.ok().contentType(MediaType.APPLICATION_JSON).body(json)
+/**
+ * cache-aside's answer: the row's JSON text as it is, cached or just serialised. As bytes, which WebFlux
+ * writes unchanged: a String with a JSON content type would go to the Jackson encoder, ahead of the
+ * catch-all text encoder, and come out quoted as a JSON string.
+ */
+fun jsonText(json: String): ResponseEntity<ByteArray> =
+    ResponseEntity.ok().contentType(MediaType.APPLICATION_JSON).body(json.toByteArray(Charsets.UTF_8))
 
-fun notFoundText(): ResponseEntity<String> = ResponseEntity.notFound().build()
+fun notFoundText(): ResponseEntity<ByteArray> = ResponseEntity.notFound().build()
 
 fun found(item: Item?): ResponseEntity<Item> = item?.let { ResponseEntity.ok(it) } ?: ResponseEntity.notFound().build()
 
