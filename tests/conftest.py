@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "frameworks"
 # Ports away from the defaults, so the tests never meet a user's own run or `bench infra up`.
-PORTS = ["--port", "29080", "--redis-port", "29379", "--db-port", "29306"]
+PORTS = ["--port", "29080", "--redis-port", "29379", "--db-port", "29306", "--downstream-port", "29280"]
 
 
 def bench_env(frameworks: Path | None = FIXTURES, **extra: str) -> dict[str, str]:

@@ -76,15 +76,15 @@ def test_targets_that_cannot_start_fail_with_their_reasons_and_the_next_is_measu
     assert len(good) == 2 and (good["status"] == "ok").all()
 
 
-@pytest.mark.parametrize("server", ["redis-server", "mariadbd"])
-def test_infrastructure_killed_mid_cell(results_dir, server):
-    scenarios = "redis,db-read" if server == "redis-server" else "db-read,redis"
-    died = "redis died during the cell" if server == "redis-server" else "mariadb died during the cell"
-
+@pytest.mark.parametrize("server,target,scenarios,died", [
+    ("redis-server", "vertx:eventloop", "redis,db-read", "redis died during the cell"),
+    ("mariadbd", "vertx:eventloop", "db-read,redis", "mariadb died during the cell"),
+    ("nginx", "fixture:ok", "fan-out,json", "downstream died during the cell")])
+def test_infrastructure_killed_mid_cell(results_dir, server, target, scenarios, died):
     def interfere(run):
         os.kill(owned(run.pid, server)[0].pid, signal.SIGKILL)
-    out = run_and_interfere(results_dir, ["-f", "vertx:eventloop", "-s", scenarios, *FAST], interfere,
-                            frameworks=False)
+    out = run_and_interfere(results_dir, ["-f", target, "-s", scenarios, *FAST], interfere,
+                            frameworks=None if target.startswith("fixture") else False)
     df = rows(results_dir)
     first, second = df.iloc[0], df.iloc[1]
     assert first["status"] == "failed" and died in first["reason"], (first["reason"], out)
@@ -146,7 +146,7 @@ def test_credentials_never_reach_the_run_folder(results_dir):
     import json
 
     from orchestrator.infra.backends import STATE_FILE
-    up = bench("infra", "up", "--redis-port", "29379", "--db-port", "29306")
+    up = bench("infra", "up", "--redis-port", "29379", "--db-port", "29306", "--downstream-port", "29280")
     assert up.returncode == 0, up.stdout + up.stderr
     try:
         password = json.loads(STATE_FILE.read_text())["password"]

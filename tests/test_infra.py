@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
 
 @pytest.fixture(scope="module")
 def running():
-    i = infra.start(29380, 29307, cpus="0")
+    i = infra.start(29380, 29307, cpus="0", downstream_port=29382)
     yield i
     infra.stop(i)
 
@@ -55,7 +55,7 @@ def test_password_not_on_any_command_line(running):
 
 
 def test_stop_leaves_nothing():
-    i = infra.start(29381, 29308, cpus="0")
+    i = infra.start(29381, 29308, cpus="0", downstream_port=29383)
     pids, data = list(i.pids.values()), Path(i.data_dir)
     infra.stop(i)
     assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in pids)
@@ -65,7 +65,7 @@ def test_stop_leaves_nothing():
 def test_a_busy_port_is_a_clear_usage_error(running):
     from orchestrator.errors import UsageError
     with pytest.raises(UsageError, match="port 29380 for Redis is already in use by pid"):
-        infra.start(29380, 29309, cpus="0")
+        infra.start(29380, 29309, cpus="0", downstream_port=29384)
 
 
 def test_the_db_goes_back_to_its_seed_between_targets(running):

@@ -119,7 +119,8 @@ def redis_benchmark_on_cpu0(port: int, data: Path):
 
 def test_a_busy_loadgen_cpu_flags_the_cell_and_files_are_kept_per_target(results_dir, tmp_path):
     # ports of its own: other tests' runs may hold the shared ones
-    args = ["run", "--port", "29580", "--redis-port", "29579", "--db-port", "29506", "-f", "fixture:ok", "-s", "sleep",
+    args = ["run", "--port", "29580", "--redis-port", "29579", "--db-port", "29506",
+            "--downstream-port", "29581", "-f", "fixture:ok", "-s", "sleep",
             "-c", "8", "-d", "2s", "--warmup", "1s",
             "--warmup-max", "1s", "--results-dir", str(results_dir)]
     quiet = bench(*args)
@@ -158,7 +159,8 @@ def test_a_busy_loadgen_cpu_flags_the_cell_and_files_are_kept_per_target(results
 def test_a_process_on_the_server_cpu_flags_the_cell_and_is_named(results_dir):
     """A busy loop pinned to the target's CPU (as another run's JVM or a build would be) takes the
     CPU time the target's own does not cover: the row is flagged and names it."""
-    run = start_bench("run", "--port", "29581", "--redis-port", "29582", "--db-port", "29507", "-f", "fixture:ok",
+    run = start_bench("run", "--port", "29581", "--redis-port", "29582", "--db-port", "29507",
+                      "--downstream-port", "29583", "-f", "fixture:ok",
                       "-s", "sleep", "-c", "8", "-d", "2s", "--warmup", "1s", "--warmup-max", "1s",
                       "--results-dir", str(results_dir))
     out = []

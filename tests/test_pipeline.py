@@ -17,11 +17,14 @@ from orchestrator.results import store as results
 
 @pytest.mark.slow
 def test_verify_passes_and_fails_with_clear_reasons():
-    r = bench("verify", "-f", "fixture", "-v", "ok,wrong-primes,wrong-thread,lenient-params", *PORTS)
+    r = bench("verify", "-f", "fixture", "-v", "ok,wrong-primes,wrong-thread,lenient-params,fan-out-sequential", *PORTS)
     assert r.returncode == 1, r.stdout + r.stderr
     out = " ".join(r.stdout.split())
-    assert "1 passed, 3 failed" in out
-    assert "[1/4] fixture:ok: ok (" in out and "[2/4] fixture:wrong-primes: FAILED (" in out   # each as it comes
+    assert "1 passed, 4 failed" in out
+    assert "[1/5] fixture:ok: ok (" in out and "[2/5] fixture:wrong-primes: FAILED (" in out   # each as it comes
+    # the right body from calls made one after the other: the downstream saw them never overlap
+    assert ("fixture:fan-out-sequential: verification failed: fan-out: GET /fan-out?calls=3: the downstream saw at "
+            "most 1 of its 3 calls in flight at once") in out
     # the contract's one parameter rule: a sign is not ASCII digits, whatever Integer.parseInt accepts
     assert "fixture:lenient-params: verification failed: sleep: GET /sleep?ms=%2B5 gave 200, expected 400" in out
     assert ('fixture:wrong-primes: verification failed: cpu: GET /cpu?n=20000: body {"n": 20000, "primes": 2263}, '
@@ -135,7 +138,7 @@ BAD_INPUT = [
     (["run", "--preset", "fastest"], {},
      "unknown preset 'fastest'; valid: capacity-at-slo, cold-start-and-spike, cpu-and-io-bursts, cpu-yield, far-database"),
     (["run", "-f", "fixture", "--quick"], {}, "--quick goes with --preset"),
-    (["infra", "up", "--runtime", "docker", "--redis-port", "29379", "--db-port", "29306"],
+    (["infra", "up", "--runtime", "docker", "--redis-port", "29379", "--db-port", "29306", "--downstream-port", "29280"],
      {"DOCKER_HOST": "ssh://bench@198.18.255.254"}, "names another machine's engine (198.18.255.254)"),
     (["run", "--preset", "redis-frameworks", "-f", "fixture"], {}, "--preset chooses the targets"),
     (["run", "-f", "fixture", "--rate", "100"], {}, "--rate does not apply to the throughput profile"),

@@ -37,7 +37,7 @@ from orchestrator.targets.jdk import Jdk
 RUN_ID = "20261127-101500"
 HOLDER = ("import sys\nfrom orchestrator.infra import run_lock\nwith run_lock.held(sys.argv[1]):\n"
           "    print('held', flush=True)\n    sys.stdin.read()\n")
-OTHER_PORTS = ["--port", "29180", "--redis-port", "29479", "--db-port", "29406"]
+OTHER_PORTS = ["--port", "29180", "--redis-port", "29479", "--db-port", "29406", "--downstream-port", "29481"]
 
 
 @pytest.fixture
@@ -73,7 +73,7 @@ def stored_run(results_dir: Path) -> Path:
     ["run", "--resume", RUN_ID],
     ["noise", "-f", "fixture:ok"],
     ["calibrate", "--generators", "wrk"],
-    ["infra", "up", "--redis-port", "29479", "--db-port", "29406"],
+    ["infra", "up", "--redis-port", "29479", "--db-port", "29406", "--downstream-port", "29481"],
     ["verify", "-f", "fixture:ok", "--port", "29180"],
     ["prune", "--older-than", "1s"],
 ], ids=["run", "resume", "noise", "calibrate", "infra-up", "verify", "prune"])
@@ -263,7 +263,7 @@ def test_clean_in_one_checkout_leaves_another_checkouts_infrastructure_alone(tmp
     if (REPO_ROOT / ".bench-state" / "tools").is_dir():   # MariaDB's empty data directory, made once
         (home / ".bench-state" / "tools").symlink_to(REPO_ROOT / ".bench-state" / "tools")
     env2 = bench_env(BENCH_HOME=str(home))
-    up = bench("infra", "up", "--redis-port", "29479", "--db-port", "29406", env=env2, timeout=180)
+    up = bench("infra", "up", "--redis-port", "29479", "--db-port", "29406", "--downstream-port", "29481", env=env2, timeout=180)
     assert up.returncode == 0, up.stdout + up.stderr
     try:
         state = json.loads((home / ".bench-state" / "infra.json").read_text())

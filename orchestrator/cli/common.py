@@ -16,6 +16,7 @@ from orchestrator.config.catalog import discover, select
 from orchestrator.config.objective import parse_slo
 from orchestrator.config.plan import Settings
 from orchestrator.errors import BadFile, UsageError
+from orchestrator.infra import downstream
 from orchestrator.infra.docker_engine import remote_address
 from orchestrator.targets.runtimes import RUNTIMES
 
@@ -38,6 +39,10 @@ DbPoolOpt = typer.Option(16, "--db-pool-size", envvar="DB_POOL_SIZE", help="Data
                          "target, i.e. statements in flight (CONTRACT.md; default 16).")
 RedisPoolOpt = typer.Option(16, "--redis-pool-size", envvar="REDIS_POOL_SIZE", help="Redis connections of every "
                             "pooled client, i.e. commands in flight (CONTRACT.md; default 16).")
+DownstreamPortOpt = typer.Option(downstream.DEFAULT_PORT, "--downstream-port",
+                                 help="Port of the run's downstream service (nginx).")
+DownstreamMsOpt = typer.Option(None, "--downstream-ms", help="What the downstream service waits before "
+                                "each answer, the delay of fan-out's calls (CONTRACT.md; default 20).")
 StartTimeoutOpt = typer.Option("120s", "--start-timeout", help="How long a target may take to answer its health path.")
 
 
@@ -50,7 +55,8 @@ def select_targets(framework: Optional[str], variant: Optional[str], catalog=Non
 
 def parse_settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime="process", memory="1g",
               offline=False, start_timeout="120s", db_pool_size=16, redis_pool_size=16, timeout="30s",
-              fresh_jvm_per_scenario=None, preset=None, jfr=None, topology=None, locust_master=None) -> Settings:
+              fresh_jvm_per_scenario=None, preset=None, jfr=None, topology=None, locust_master=None,
+              downstream_ms=None, downstream_port=downstream.DEFAULT_PORT) -> Settings:
     """The options as Settings; those left out take the preset's value, else the default."""
     topo = topology_mod.load(topology) if topology else preset.topology if preset else None
     if locust_master:
@@ -68,6 +74,9 @@ def parse_settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, r
     heap = heap or chosen.get("heap")
     fresh = chosen.get("fresh_jvm_per_scenario", False) if fresh_jvm_per_scenario is None else fresh_jvm_per_scenario
     jfr = chosen.get("jfr", False) if jfr is None else jfr
+    downstream_ms = chosen.get("downstream_ms", downstream.DEFAULT_MS) if downstream_ms is None else downstream_ms
+    if not 0 <= downstream_ms <= downstream.MAX_MS:
+        raise UsageError(f"--downstream-ms must be 0 to {downstream.MAX_MS:,}, not {downstream_ms}")
     if runtime not in RUNTIMES:
         raise UsageError(f"unknown runtime '{runtime}'; valid: {', '.join(RUNTIMES)}") from None
     return Settings(runtime=runtime, memory=options.memory(memory), offline=offline,
@@ -78,7 +87,8 @@ def parse_settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, r
                     loadgen_cpus=options.cpu_list(loadgen_cpus or "0", "--loadgen-cpus"),
                     heap=options.heap(heap or "512m"), port=options.port(port, "--port"),
                     redis_port=options.port(redis_port, "--redis-port"),
-                    db_port=options.port(db_port, "--db-port"),
+                    db_port=options.port(db_port, "--db-port"), downstream_ms=downstream_ms,
+                    downstream_port=options.port(downstream_port, "--downstream-port"),
                     db_pool_size=options.pool_size(db_pool_size, "--db-pool-size"),
                     redis_pool_size=options.pool_size(redis_pool_size, "--redis-pool-size"))
 

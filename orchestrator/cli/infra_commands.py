@@ -14,6 +14,8 @@ from rich.table import Table
 from orchestrator import RESULTS_DIR
 from orchestrator.cli.common import (
     DbPortOpt,
+    DownstreamMsOpt,
+    DownstreamPortOpt,
     LoadgenCpus,
     OfflineOpt,
     RedisPortOpt,
@@ -35,13 +37,15 @@ from orchestrator.targets.jdk import find_jdk
 
 
 def infra_up(loadgen_cpus: str = LoadgenCpus, redis_port: int = RedisPortOpt, db_port: int = DbPortOpt,
+             downstream_port: int = DownstreamPortOpt, downstream_ms: Optional[int] = DownstreamMsOpt,
              runtime: str = RuntimeOpt, offline: bool = OfflineOpt) -> None:
-    """Start Redis and MariaDB and leave them running for later commands."""
+    """Start Redis, MariaDB and the downstream service and leave them running for later commands."""
     if infra_mod.load_state():
         console.print("infrastructure is already up (`bench infra status`)")
         return
     run_lock.ensure_free()
-    settings = parse_settings("1", loadgen_cpus, "512m", 8080, redis_port, db_port, runtime, "1g", offline)
+    settings = parse_settings("1", loadgen_cpus, "512m", 8080, redis_port, db_port, runtime, "1g", offline,
+                              downstream_ms=downstream_ms, downstream_port=downstream_port)
     images = {}
     if runtime == "docker":
         if remote_address():
@@ -50,9 +54,11 @@ def infra_up(loadgen_cpus: str = LoadgenCpus, redis_port: int = RedisPortOpt, db
         bases = images_mod.bases(find_jdk(), offline, console.print)
         images = {"redis": bases.redis, "mariadb": bases.mariadb}
     infra = infra_mod.start(settings.redis_port, settings.db_port, settings.loadgen_cpus, outlive=True,
-                            runtime=runtime, images=images)
+                            runtime=runtime, images=images, downstream_port=settings.downstream_port,
+                            downstream_ms=settings.downstream_ms)
     infra_mod.save_state(infra)
-    console.print(f"Redis on 127.0.0.1:{infra.redis_port}, MariaDB on 127.0.0.1:{infra.db_port} "
+    console.print(f"Redis on 127.0.0.1:{infra.redis_port}, MariaDB on 127.0.0.1:{infra.db_port}, the downstream "
+                  f"on 127.0.0.1:{infra.downstream_port} ({infra.downstream_ms} ms) "
                   f"(seeded; data in {infra.data_dir}); stop with `bench infra down`")
 
 
@@ -68,13 +74,15 @@ def infra_down() -> None:
 
 
 def infra_status() -> None:
-    """Whether `bench infra up` left Redis and MariaDB running, and where."""
+    """Whether `bench infra up` left Redis, MariaDB and the downstream running, and where."""
     infra = infra_mod.load_state()
     if infra is None:
         console.print("down")
         raise typer.Exit(1)
     console.print(f"up ({infra.runtime}): Redis 127.0.0.1:{infra.redis_port} (pid {infra.pids.get('redis')}), "
-                  f"MariaDB 127.0.0.1:{infra.db_port} (pid {infra.pids.get('mariadb')}), data {infra.data_dir}")
+                  f"MariaDB 127.0.0.1:{infra.db_port} (pid {infra.pids.get('mariadb')}), the downstream "
+                  f"127.0.0.1:{infra.downstream_port} ({infra.downstream_ms} ms, pid {infra.pids.get('downstream')}), "
+                  f"data {infra.data_dir}")
 
 
 def images_bootstrap(offline: bool = OfflineOpt) -> None:

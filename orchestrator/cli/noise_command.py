@@ -32,7 +32,8 @@ def noise_cmd(framework: str = typer.Option(..., "--framework", "-f", help="The 
               warmup_max: Optional[str] = typer.Option(None, "--warmup-max", help="Give up warming up after."),
               server_cpus: Optional[str] = cli.ServerCpus, loadgen_cpus: Optional[str] = cli.LoadgenCpus,
               heap: Optional[str] = cli.HeapOpt, port: int = cli.PortOpt, redis_port: int = cli.RedisPortOpt,
-              db_port: int = cli.DbPortOpt, start_timeout: str = cli.StartTimeoutOpt,
+              db_port: int = cli.DbPortOpt, downstream_port: int = cli.DownstreamPortOpt,
+              start_timeout: str = cli.StartTimeoutOpt,
               results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir")) -> None:
     """Run one target N times on one scenario and level (A/A) and store this machine's noise floor."""
     if repeat < 2:
@@ -44,7 +45,7 @@ def noise_cmd(framework: str = typer.Option(..., "--framework", "-f", help="The 
     prof = cli.override_profile(profiles.load("throughput"), concurrency=str(concurrency), rate=None, requests=None,
                          workers=None, warmup=warmup, warmup_max=warmup_max, duration=duration, repeat=repeat)
     settings = cli.parse_settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port,
-                             start_timeout=start_timeout)
+                             start_timeout=start_timeout, downstream_port=downstream_port)
     plan = Plan(matrix={target.id: scenarios}, profile=prof, settings=settings)
     if not plan.scenarios_of(target):
         raise UsageError(f"{target.id} does not serve {scenario} "

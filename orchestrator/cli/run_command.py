@@ -14,6 +14,8 @@ from orchestrator import RESULTS_DIR
 from orchestrator.cli.common import (
     DbPoolOpt,
     DbPortOpt,
+    DownstreamMsOpt,
+    DownstreamPortOpt,
     FrameworkOpt,
     HeapOpt,
     LoadgenCpus,
@@ -90,6 +92,7 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
         heap: Optional[str] = HeapOpt, port: int = PortOpt, redis_port: int = RedisPortOpt,
         db_port: int = DbPortOpt, runtime: str = RuntimeOpt, memory: str = MemoryOpt, offline: bool = OfflineOpt,
         start_timeout: str = StartTimeoutOpt, db_pool_size: int = DbPoolOpt, redis_pool_size: int = RedisPoolOpt,
+        downstream_ms: Optional[int] = DownstreamMsOpt, downstream_port: int = DownstreamPortOpt,
         timeout: str = typer.Option("30s", "--timeout", help="Per-request timeout of the load generator."),
         results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir", help="Where run folders go.")) -> None:
     """Build, verify and measure targets under a load profile; every finished cell is stored at once."""

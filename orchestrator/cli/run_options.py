@@ -58,6 +58,8 @@ class RunOptions:
     start_timeout: str
     db_pool_size: int
     redis_pool_size: int
+    downstream_ms: Optional[int]
+    downstream_port: int
     timeout: str
     results_dir: Path
 
@@ -87,7 +89,8 @@ class RunOptions:
         settings = parse_settings(self.server_cpus, self.loadgen_cpus, self.heap, self.port, self.redis_port,
                                   self.db_port, self.runtime, self.memory, self.offline, self.start_timeout,
                                   self.db_pool_size, self.redis_pool_size, self.timeout, self.fresh_jvm_per_scenario,
-                                  chosen, self.jfr, self.topology, self.locust_master)
+                                  chosen, self.jfr, self.topology, self.locust_master, self.downstream_ms,
+                                  self.downstream_port)
         jvm_modes = parse_list(self.jvm_mode, list(JVM_MODES), "JVM mode") if self.jvm_mode else \
             (chosen.jvm_modes if chosen else ("default",))
         starts = parse_list(self.start, list(STARTS), "start") if self.start else (chosen.starts if chosen else ("warm",))

@@ -22,6 +22,8 @@ from orchestrator import RESULTS_DIR, drivers
 from orchestrator.cli.common import (
     DbPoolOpt,
     DbPortOpt,
+    DownstreamMsOpt,
+    DownstreamPortOpt,
     FrameworkOpt,
     HeapOpt,
     LoadgenCpus,
@@ -125,7 +127,8 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
                port: int = PortOpt, redis_port: int = RedisPortOpt, db_port: int = DbPortOpt,
                runtime: str = RuntimeOpt, memory: str = MemoryOpt, offline: bool = OfflineOpt,
                start_timeout: str = StartTimeoutOpt, db_pool_size: int = DbPoolOpt,
-               redis_pool_size: int = RedisPoolOpt,
+               redis_pool_size: int = RedisPoolOpt, downstream_port: int = DownstreamPortOpt,
+               downstream_ms: Optional[int] = DownstreamMsOpt,
                load: Optional[int] = typer.Option(None, "--load", help="The load smoke: after verifying, send each "
                                                   "scenario this many requests at once, one per connection (the "
                                                   "studies use 500 to 2,000), each to be answered, then verify "
@@ -134,7 +137,8 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
     if load is not None and not 1 <= load <= 20_000:
         raise UsageError(f"--load must be 1 to 20,000 connections, not {load}")
     settings = parse_settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime, memory, offline,
-                         start_timeout, db_pool_size, redis_pool_size)
+                         start_timeout, db_pool_size, redis_pool_size, downstream_ms=downstream_ms,
+                         downstream_port=downstream_port)
     targets = select_targets(framework, variant)
     logs = RESULTS_DIR / "verify" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_lock.ensure_free()   # it starts targets and servers: not beside a run

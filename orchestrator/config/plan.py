@@ -11,6 +11,7 @@ from orchestrator.config.profiles import Profile
 from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.config.topology import Topology
 from orchestrator.errors import BenchError
+from orchestrator.infra import downstream
 
 
 @dataclass
@@ -22,9 +23,14 @@ class Settings:
     port: int = 8080
     redis_port: int = 16379
     db_port: int = 13306
+    downstream_port: int = downstream.DEFAULT_PORT
+    # what the downstream service waits before each answer (fan-out's calls), --downstream-ms
+    downstream_ms: int = downstream.DEFAULT_MS
     # CONTRACT.md's limits on work in flight, the same for every target unless a variant's env says otherwise
     db_pool_size: int = 16
     redis_pool_size: int = 16
+    downstream_pool_size: int = 512
+    cache_ttl_s: int = 10
     runtime: str = "process"
     memory: str = "1g"                 # docker runtime: the container's limit (swap included)
     offline: bool = False              # docker runtime: never try to pull base images
@@ -52,7 +58,9 @@ class Settings:
 def pool_env(s: Settings, target: Target) -> dict[str, str]:
     """The run's pool limits with the variant's env on top: a variant whose point is another limit sets it
     there (and its parity entry shows it); everything else gets the run's."""
-    return {"DB_POOL_SIZE": str(s.db_pool_size), "REDIS_POOL_SIZE": str(s.redis_pool_size), **target.variant.env}
+    return {"DB_POOL_SIZE": str(s.db_pool_size), "REDIS_POOL_SIZE": str(s.redis_pool_size),
+            "DOWNSTREAM_POOL_SIZE": str(s.downstream_pool_size), "CACHE_TTL_S": str(s.cache_ttl_s),
+            **target.variant.env}
 
 
 Cell = tuple[str, int, "float | None", "str | None"]   # (scenario, concurrency, rate, network level)

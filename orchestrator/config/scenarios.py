@@ -10,10 +10,12 @@ from __future__ import annotations
 import http.client
 import json
 import math
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator.errors import UsageError
+from orchestrator.infra.downstream import StatusReader
 from orchestrator.infra.httpclient import Response, request
 
 # Asks a target to name the thread that served the request (X-Thread), for the thread-model check.
@@ -28,6 +30,14 @@ REDIS_SEED = {"bench:1": "value-1", "bench:2": "value-2", "bench:3": "value-3"}
 
 def seeded_row(item_id: int) -> dict[str, Any]:
     return {"id": item_id, "name": f"item-{item_id}", "price": item_id * 0.25}
+
+
+@dataclass(frozen=True)
+class Backends:
+    """What a check may read besides the target's answers: the running infrastructure (backends.Infra:
+    Redis, MariaDB, the downstream service) and the cache's time to live the target was given."""
+    infra: Any
+    cache_ttl_s: int
 
 
 @dataclass(frozen=True)
@@ -66,9 +76,9 @@ class Scenario:
     def is_json(self) -> bool:
         return self.media_type == "application/json"
 
-    def check(self, port: int, host: str = "127.0.0.1") -> tuple[list[str], Response]:
+    def check(self, port: int, host: str = "127.0.0.1", backends: Backends | None = None) -> tuple[list[str], Response]:
         """Request the scenario once (asking for the thread that served it) and check the answer;
-        returns the broken rules and the response."""
+        returns the broken rules and the response. With `backends`, a scenario checks their side too."""
         r = ask(port, self.method, self.path, self.body, {**self.headers, **THREAD_HEADERS}, host=host)
         problems = [f"{self.method} {self.path}: {p}" for p in check_response(self, r, self.expected)]
         for path, wrong in self.rejects:
@@ -81,7 +91,7 @@ class Scenario:
 
 @dataclass(frozen=True)
 class DbRead(Scenario):
-    def check(self, port: int, host: str = "127.0.0.1") -> tuple[list[str], Response]:
+    def check(self, port: int, host: str = "127.0.0.1", backends: Backends | None = None) -> tuple[list[str], Response]:
         """Also: a row that does not exist is a 404."""
         problems, r = super().check(port, host)
         missing = ask(port, "GET", "/db?id=0", host=host, rule="the contract answers a missing row with 404")
@@ -92,7 +102,7 @@ class DbRead(Scenario):
 
 @dataclass(frozen=True)
 class DbWrite(Scenario):
-    def check(self, port: int, host: str = "127.0.0.1") -> tuple[list[str], Response]:
+    def check(self, port: int, host: str = "127.0.0.1", backends: Backends | None = None) -> tuple[list[str], Response]:
         """Two writes give two different ids, and each row reads back as written."""
         problems, ids, first = [], [], None
         for _ in range(2):
@@ -115,6 +125,102 @@ class DbWrite(Scenario):
             back = ask(port, "GET", f"/db?id={i}", host=host)
             problems += [f"reading back row {i}: {p}" for p in check_response(read, back, {"id": i, **NEW_ITEM})]
         return problems, first
+
+
+@dataclass(frozen=True)
+class FanOut(Scenario):
+    def check(self, port: int, host: str = "127.0.0.1", backends: Backends | None = None) -> tuple[list[str], Response]:
+        """Also: the downstream sees the calls overlap. Its calls in progress are polled while the
+        target answers OVERLAP_TRIES requests; sequential calls never show more than one at a time."""
+        problems, r = super().check(port, host)
+        infra = backends.infra if backends else None
+        if problems or not infra or not infra.downstream_port or infra.downstream_ms < OVERLAP_MIN_MS:
+            return problems, r
+        peak = _peak_in_flight(StatusReader(infra.placement.host, infra.downstream_port),
+                               lambda: ask(port, self.method, self.path, host=host))
+        calls = len(self.expected)
+        if peak < calls:
+            problems.append(f"{self.method} {self.path}: the downstream saw at most {peak} of its {calls} calls in "
+                            f"flight at once over {OVERLAP_TRIES} requests: the calls must all be in flight at the "
+                            f"same time")
+        return problems, r
+
+
+OVERLAP_TRIES = 5
+OVERLAP_MIN_MS = 5   # a shorter delay can end between two polls of the downstream's counters
+
+
+def _peak_in_flight(reader: StatusReader, send) -> int:
+    """The most calls the downstream had in progress at one poll while `send` ran OVERLAP_TRIES times."""
+    done, peak = threading.Event(), [0]
+
+    def poll():
+        while not done.is_set():
+            try:
+                peak[0] = max(peak[0], reader.read().in_flight)
+            except OSError:
+                return
+    poller = threading.Thread(target=poll, daemon=True)
+    poller.start()
+    try:
+        for _ in range(OVERLAP_TRIES):
+            send()
+    finally:
+        done.set()
+        poller.join(timeout=5)
+    return peak[0]
+
+
+@dataclass(frozen=True)
+class CacheAside(Scenario):
+    def check(self, port: int, host: str = "127.0.0.1", backends: Backends | None = None) -> tuple[list[str], Response]:
+        """With the backends: the first request a miss (a SELECT, the item then cached with the time to
+        live), the second a hit (no SELECT, the same body), a missing row a 404 that caches nothing."""
+        if not backends:
+            return super().check(port, host)
+        key = f"item:{self.expected['id']}"
+        redis = backends.infra.redis_client()
+        try:
+            redis.delete(key, "item:0")
+            before = _cache_counts(redis, backends.infra)
+            problems, r = super().check(port, host)
+            if problems:
+                return problems, r
+            after_miss = _cache_counts(redis, backends.infra)
+            ttl = redis.ttl(key)
+            if not 0 < ttl <= backends.cache_ttl_s:
+                problems.append(f"after a miss, {key} in Redis has a time to live of {ttl} s, expected 1 to "
+                                f"{backends.cache_ttl_s} (CACHE_TTL_S; -2: not stored, -1: no expiry)")
+            hit = ask(port, self.method, self.path, host=host)
+            after_hit = _cache_counts(redis, backends.infra)
+            problems += [f"the second {self.method} {self.path} (a hit): {p}" for p in check_response(self, hit, self.expected)]
+            want = {"miss": (0, 1, 1), "hit": (1, 0, 0)}   # (Redis hits, Redis misses, SELECTs)
+            for what, (a, b) in (("miss", (before, after_miss)), ("hit", (after_miss, after_hit))):
+                seen = tuple(y - x for x, y in zip(a, b))
+                if seen != want[what]:
+                    problems.append(f"a cache {what} counted {seen[0]} Redis hit(s), {seen[1]} miss(es) and {seen[2]} "
+                                    f"SELECT(s), expected {want[what][0]}, {want[what][1]} and {want[what][2]}")
+            missing = ask(port, "GET", "/cache-aside?id=0", host=host, rule="the contract answers a missing row with 404")
+            if missing.status != 404:
+                problems.append(f"GET /cache-aside?id=0 gave {missing.status}, expected 404")
+            if redis.exists("item:0"):
+                problems.append("GET /cache-aside?id=0 (no such row) cached item:0: a missing row is not cached")
+            return problems, r
+        finally:
+            redis.close()
+
+
+def _cache_counts(redis, infra) -> tuple[int, int, int]:
+    """Redis's keyspace hits and misses, and MariaDB's SELECTs so far."""
+    stats = redis.info("stats")
+    conn = infra.db_root()
+    try:
+        with conn.cursor() as c:
+            c.execute("SHOW GLOBAL STATUS LIKE 'Com_select'")
+            selects = int(c.fetchone()[1])
+    finally:
+        conn.close()
+    return int(stats["keyspace_hits"]), int(stats["keyspace_misses"]), selects
 
 
 NEW_ITEM = {"name": "bench-write", "price": 1.5}
@@ -162,16 +268,19 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              body=b'{"name":"bench-write","price":1.5}', headers=_JSON_BODY, backend_work={"db_inserts": 1},
              contract="one INSERT of the row sent, answered with its generated id; no Redis command, no PREPARE "
                       "per request."),
-    Scenario("fan-out", "GET", "/fan-out?calls=3", 200, "application/json", [{"call": i} for i in (1, 2, 3)],
+    FanOut("fan-out", "GET", "/fan-out?calls=3", 200, "application/json", [{"call": i} for i in (1, 2, 3)],
              backend_work={"downstream_calls": 3},
              rejects=(*_rejects("/fan-out", "calls", 16), ("/fan-out?calls=0", "calls of 0")),
              contract="three GETs to the downstream service, all in flight at once, each answering after the run's "
                       "downstream delay; their bodies answered as a JSON array in order; no Redis command, no "
                       "database statement."),
-    Scenario("cache-aside", "GET", "/cache-aside?id=42", 200, "application/json", seeded_row(42),
-             rejects=(("/cache-aside", "a missing id"), *_rejects("/cache-aside", "id", 2_147_483_647)),
-             contract="one Redis GET of the item; on a miss, one SELECT of its row and one SET with the cache's time "
-                      "to live; answered as db-read answers the row."),
+    CacheAside("cache-aside", "GET", "/cache-aside?id=42", 200, "application/json", seeded_row(42),
+               rejects=(("/cache-aside", "a missing id"), *_rejects("/cache-aside", "id", 2_147_483_647)),
+               # Under load every request asks for the same item, so all but the first are hits: one GET.
+               backend_work={"redis_commands": 1},
+               contract="one Redis GET of the item; on a miss, one SELECT of its row and one SET with the cache's "
+                        "time to live; answered as db-read answers the row. The load asks for one item, so every "
+                        "request but the first is a hit."),
     Scenario("proxy", "GET", "/proxy/sleep?ms=100", 200, "application/json", {"sleptMs": 100},
              contract="forwards /sleep?ms=100 to the backend target and returns its response; the gateway sends "
                       "no Redis command, no database statement."),

@@ -1,4 +1,5 @@
-"""Shared infrastructure: Redis and MariaDB from Debian's packages, as local processes or containers.
+"""Shared infrastructure: Redis and MariaDB from Debian's packages, as local processes or containers,
+and the downstream service (downstream.py: nginx, a local process in either runtime).
 
 Each start gets fresh data directories under /tmp, ports on 127.0.0.1 only, and a generated
 password that travels only through the targets' environment (and, for `bench infra up`, a
@@ -21,8 +22,8 @@ import psutil
 
 from orchestrator import REPO_ROOT, STATE_DIR
 from orchestrator.config.scenarios import REDIS_SEED, SEED_ROWS
-from orchestrator.errors import BenchError
-from orchestrator.infra import lockdown
+from orchestrator.errors import BenchError, UsageError
+from orchestrator.infra import downstream, lockdown
 from orchestrator.infra.docker_engine import USER_ID, client, owner_labels, run_container
 from orchestrator.infra.procs import Owner, ensure_port_free, listening_beyond, log_tail, require_tool, spawn, stop_pid
 from orchestrator.infra.tools import build_of, compiled
@@ -68,6 +69,8 @@ class Infra:
     containers: dict[str, str] = field(default_factory=dict)  # docker runtime: container ids
     images: dict[str, str] = field(default_factory=dict)      # docker runtime: redis, mariadb images
     placement: Placement = field(default_factory=Placement)
+    downstream_port: int = 0                                  # 0: no downstream service (an old state file)
+    downstream_ms: int = downstream.DEFAULT_MS
 
     def __post_init__(self):
         if isinstance(self.placement, dict):   # read back from the state file
@@ -78,7 +81,8 @@ class Infra:
         host = self.placement.serve_host
         return {"REDIS_HOST": host, "REDIS_PORT": str(self.redis_port), "REDIS_PASSWORD": self.password,
                 "DB_HOST": host, "DB_PORT": str(self.db_port), "DB_NAME": DB_NAME,
-                "DB_USER": DB_USER, "DB_PASSWORD": self.password}
+                "DB_USER": DB_USER, "DB_PASSWORD": self.password,
+                **({"DOWNSTREAM_URL": f"http://{host}:{self.downstream_port}"} if self.downstream_port else {})}
 
     @property
     def socket(self) -> str:
@@ -284,21 +288,27 @@ def reset_db(infra: Infra) -> int:
 
 def start(redis_port: int, db_port: int, cpus: str | None, outlive: bool = False,
           runtime: str = "process", images: dict[str, str] | None = None,
-          placement: Placement | None = None) -> Infra:
+          placement: Placement | None = None, downstream_port: int = downstream.DEFAULT_PORT,
+          downstream_ms: int = downstream.DEFAULT_MS) -> Infra:
     """Start and seed Redis and MariaDB (processes, or containers of `images`; in a namespace when
-    placed there); on failure, stop them."""
+    placed there) and the downstream service; on failure, stop them."""
     placement = placement or Placement()
     if not placement.netns:
         ensure_port_free(redis_port, "Redis")
         ensure_port_free(db_port, "MariaDB")
+        ensure_port_free(downstream_port, "the downstream service")
     infra = Infra(redis_port=redis_port, db_port=db_port, password=secrets.token_urlsafe(18),
                   data_dir=tempfile.mkdtemp(prefix="bench-infra-"), cpus=cpus, runtime=runtime,
-                  images=dict(images or {}), placement=placement)
+                  images=dict(images or {}), placement=placement, downstream_port=downstream_port,
+                  downstream_ms=downstream_ms)
     launcher = (_Containers if runtime == "docker" else _Processes)(infra, outlive)
     try:
         (Path(infra.data_dir) / OWNER_FILE).write_text(Owner.me(outlive).mark())
         _start_redis(infra, launcher)
         _start_mariadb(infra, launcher)
+        infra.pids["downstream"] = downstream.start(
+            Path(infra.data_dir), downstream_port, placement.binds(), downstream_ms, cpus, placement.netns, outlive,
+            placement.host)
         exposed = {name: listening_beyond(pid, placement.binds(), bool(placement.netns))
                    for name, pid in infra.pids.items()}
         exposed = {k: v for k, v in exposed.items() if v}
@@ -318,6 +328,8 @@ def stop(infra: Infra) -> None:
             except Exception:  # noqa: BLE001 - already gone
                 pass
         infra.containers.clear()
+        if "downstream" in infra.pids:   # a local process in either runtime
+            stop_pid(infra.pids["downstream"], grace=5)
     else:
         for pid in infra.pids.values():
             stop_pid(pid, grace=10)
@@ -329,7 +341,8 @@ def restart(infra: Infra) -> Infra:
     """Replace a dead or half-dead infrastructure with a fresh one on the same ports."""
     stop(infra)
     return start(infra.redis_port, infra.db_port, infra.cpus, runtime=infra.runtime, images=infra.images,
-                 placement=infra.placement)
+                 placement=infra.placement, downstream_port=infra.downstream_port or downstream.DEFAULT_PORT,
+                 downstream_ms=infra.downstream_ms)
 
 
 # --- `bench infra up|down|status`: infrastructure that outlives one command ---
@@ -365,7 +378,8 @@ def clear_state() -> None:
 
 @contextlib.contextmanager
 def for_run(redis_port: int, db_port: int, cpus: str | None, runtime: str = "process",
-            images: dict[str, str] | None = None, placement: Placement | None = None):
+            images: dict[str, str] | None = None, placement: Placement | None = None,
+            downstream_port: int = downstream.DEFAULT_PORT, downstream_ms: int = downstream.DEFAULT_MS):
     """The infrastructure a run uses: the one `bench infra up` started (on this machine's loopback,
     so not for a run that places the data services elsewhere or serves a remote target), or its
     own, stopped at the end.
@@ -374,10 +388,19 @@ def for_run(redis_port: int, db_port: int, cpus: str | None, runtime: str = "pro
     """
     shared = load_state() if (placement or Placement()) == Placement() else None
     if shared is not None:
+        if shared.downstream_ms != downstream_ms or not shared.downstream_port:
+            raise UsageError(f"the infrastructure of `bench infra up` has {_downstream(shared)}, this run asks for a "
+                             f"{downstream_ms}-ms downstream: run with --downstream-ms {shared.downstream_ms}, or "
+                             f"`bench infra down` first")
         yield [shared]
         return
-    holder = [start(redis_port, db_port, cpus, runtime=runtime, images=images, placement=placement)]
+    holder = [start(redis_port, db_port, cpus, runtime=runtime, images=images, placement=placement,
+                    downstream_port=downstream_port, downstream_ms=downstream_ms)]
     try:
         yield holder
     finally:
         stop(holder[0])
+
+
+def _downstream(infra: Infra) -> str:
+    return f"a {infra.downstream_ms}-ms downstream" if infra.downstream_port else "no downstream service"

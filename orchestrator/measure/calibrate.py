@@ -33,10 +33,11 @@ from orchestrator.config.scenarios import HELLO, Scenario, parse_list
 from orchestrator.drivers import drivers_by_kind, get, info, names
 from orchestrator.drivers.base import DriverFailed, LoadSpec, Ramp
 from orchestrator.errors import BenchError, UsageError
-from orchestrator.infra import nginx, procs
+from orchestrator.infra import downstream, nginx, procs
 from orchestrator.infra.backends import OWNER_FILE
 from orchestrator.infra.hostinfo import host_info, tool_version
 from orchestrator.infra.interrupts import quiet_sigterm
+from orchestrator.measure import downstream_ceiling
 from orchestrator.measure.capacity import FAIL, LIMIT, PASS, Search, Verdict, judge, vus_for
 from orchestrator.measure.ceilings import entries, store
 from orchestrator.measure.checks import busy_processes
@@ -282,6 +283,18 @@ def command(server_cpus: str | None, loadgen_cpus: str | None, duration: str, ge
                     console.print(f"[red]{name} failed:[/] {escape(str(e))}", soft_wrap=True)
                 entries[name] = entry
                 path = store(results_dir, host, {name: entry})   # each one kept even if a later one is interrupted
+        if shutil.which("nginx") and downstream.ECHO_MODULE.exists():
+            procs.ensure_port_free(port + 1, "the downstream service")
+            console.print(f"the downstream service (nginx's echo module) on CPU(s) {loadgen_cpus}, wrk on CPU(s) "
+                          f"{server_cpus}")
+            folder = Path(tempfile.mkdtemp(prefix="bench-infra-"))   # as `bench clean` knows the infrastructure's
+            (folder / OWNER_FILE).write_text(procs.Owner.me().mark())
+            try:
+                entry = downstream_ceiling.measure(port + 1, loadgen_cpus, server_cpus, duration_s, folder)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+            path = store(results_dir, host, {}, downstream=entry)
+            console.print(f"downstream: {downstream_ceiling.line(entry)}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     table = Table("generator", "version", "ceiling rps", "at conc.", "generator CPU %", "nginx CPU %", "bound",

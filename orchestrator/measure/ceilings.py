@@ -54,17 +54,26 @@ def cell_ceiling(driver: str, open_model: bool, results_dir: Path, loadgen_cpus:
                     key="open_ceiling_rps" if open_model else "ceiling_rps").get(driver)
 
 
-def store(results_dir: Path, host: dict, entries: dict[str, dict], merge: bool = False) -> Path:
+def store(results_dir: Path, host: dict, entries: dict[str, dict], merge: bool = False,
+          downstream: dict | None = None) -> Path:
     """Each generator's entry replaces the stored one (merge: adds its keys to it, if that one was
-    measured with the generator on the same CPUs; one measured on others is replaced)."""
+    measured with the generator on the same CPUs; one measured on others is replaced); the downstream
+    service's measure (downstream_ceiling.py), when given, replaces its own."""
     path = Path(results_dir) / FILE
     with updating(path):   # read, modified and written by one writer at a time: no entry lost
         doc = _read(path)
         record = doc["machines"].setdefault(machine_key(host), {"generators": {}})
         record["host"] = {k: host[k] for k in ("hostname", "cpu_model", "cores")}
+        if downstream is not None:
+            record["downstream"] = downstream
         for name, entry in entries.items():
             stored = record["generators"].get(name, {})
             same_cpus = stored.get("loadgen_cpus") == entry.get("loadgen_cpus")
             record["generators"][name] = {**stored, **entry} if merge and same_cpus else entry
         atomic_write(path, lambda tmp: tmp.write_text(json.dumps(doc, indent=2) + "\n"))
     return path
+
+
+def downstream_entry(results_dir: Path = RESULTS_DIR, host: dict | None = None) -> dict | None:
+    """What `bench calibrate` measured of the downstream service on this machine, if it did."""
+    return _read(Path(results_dir) / FILE)["machines"].get(machine_key(host or host_info()), {}).get("downstream")

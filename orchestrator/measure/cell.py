@@ -98,7 +98,8 @@ class WarmedUpCell:
         return sampler.window(result.started_at, result.started_at + result.duration_s, whole_load)
 
     def flags(self, concurrency: int, result: LoadResult, sample: ServerSample) -> list[str]:
-        backends = off_contract(self.scenario, sample.evidence.per_request(result.requests)) if sample.evidence else []
+        backends = (off_contract(self.scenario, sample.evidence.per_request(result.requests, result.duration_s))
+                    if sample.evidence else [])
         # Little's law ties rps and latency to the clients only in a closed loop of fixed size.
         return (cell_flags(concurrency, result, self.cores, closed_loop=self.profile.rules.closed_loop,
                            loadgen_cpus_busy_pct=sample.loadgen_cpus_busy_pct, ceiling=self.ceiling,

@@ -3,7 +3,8 @@ contract's work per request, and of where a burst lost its connections.
 
 TechEmpower's toolset counts a test's queries once, at verification. Here they are counted under
 load, in every measured window: Redis's own command counters, MariaDB's statement counters by
-kind, and the peaks of connections and of statements running at once. A target that sends two
+kind, the downstream service's calls, and the peaks of connections, of statements running and of
+calls in flight at once. A target that sends two
 statements per request, prepares and closes a statement around every query, or answers from a
 cache shows up in the figures of its cell, not only in a code review. The kernel's TCP counters
 (listen-queue overflows and drops, retransmitted segments) make "the accept queue is the narrow
@@ -19,6 +20,9 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
+import psutil
+
+from orchestrator.infra.downstream import StatusReader
 from orchestrator.infra.procs import listen_sockets, netns_tcp_table
 from orchestrator.results.schema import EVIDENCE_TOLERANCE
 
@@ -30,11 +34,14 @@ DB_GAUGES = ("Threads_connected", "Threads_running")
 REDIS_OWN = {"info", "auth", "hello", "client|setinfo", "client|setname", "select", "ping"}
 TCP_COUNTERS = {"tcp_listen_overflows": ("TcpExt", "ListenOverflows"), "tcp_listen_drops": ("TcpExt", "ListenDrops"),
                 "tcp_retransmits": ("Tcp", "RetransSegs")}
-COUNTERS = ("redis_commands", *DB_COUNTERS, *TCP_COUNTERS)
-PER_REQUEST = ("redis_commands", *DB_COUNTERS)   # stored per request; the TCP counters as totals
+COUNTERS = ("redis_commands", *DB_COUNTERS, "downstream_calls", "downstream_cpu_s", *TCP_COUNTERS)
+# The downstream service must never be what limits a cell: this much of one CPU and the cell says so.
+DOWNSTREAM_BUSY_PCT = 80.0
+PER_REQUEST = ("redis_commands", *DB_COUNTERS, "downstream_calls")   # stored per request; the TCP counters as totals
 # Evidence's peak of each of Reading's gauges over a window
 GAUGES = {"redis_peak_clients": "redis_clients", "db_peak_connections": "db_connections",
-          "db_peak_running": "db_running", "tcp_accept_queue_peak": "accept_queue"}
+          "db_peak_running": "db_running", "tcp_accept_queue_peak": "accept_queue",
+          "downstream_peak_in_flight": "downstream_in_flight", "downstream_peak_connections": "downstream_connections"}
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,8 @@ class Reading:
     db_connections: int | None = None
     db_running: int | None = None
     accept_queue: int | None = None   # connections the kernel completed that the server had not accepted
+    downstream_in_flight: int | None = None     # calls the downstream service was answering
+    downstream_connections: int | None = None   # connections open to it
 
 
 def _snmp(path: str) -> dict[tuple[str, str], int]:
@@ -82,6 +91,8 @@ class Probe:
         port: the server's, whose accept queue is read."""
         self.infra, self.server_pid, self.port = infra, server_pid, port
         self._redis = self._db = None
+        self._downstream = (StatusReader(infra.placement.host, infra.downstream_port)
+                            if getattr(infra, "downstream_port", 0) else None)
 
     def _redis_reading(self, counters: dict) -> int | None:
         if self._redis is None:
@@ -119,7 +130,17 @@ class Probe:
             connections, running = self._db_reading(counters)
         except Exception:  # noqa: BLE001 - likewise for MariaDB
             self._close_db()
-        return Reading(counters, clients, connections, running, queue)
+        in_flight = open_connections = None
+        if self._downstream is not None:
+            try:
+                status = self._downstream.read()
+                counters["downstream_calls"] = float(status.calls)
+                in_flight, open_connections = status.in_flight, status.connections
+                t = psutil.Process(self.infra.pids["downstream"]).cpu_times()
+                counters["downstream_cpu_s"] = t.user + t.system
+            except Exception:  # noqa: BLE001 - likewise for the downstream service
+                pass
+        return Reading(counters, clients, connections, running, queue, in_flight, open_connections)
 
     def _close_db(self) -> None:
         if self._db is not None:
@@ -142,6 +163,8 @@ class Evidence:
     db_selects: float | None = None
     db_inserts: float | None = None
     db_prepares: float | None = None
+    downstream_calls: float | None = None
+    downstream_cpu_s: float | None = None
     tcp_listen_overflows: float | None = None
     tcp_listen_drops: float | None = None
     tcp_retransmits: float | None = None
@@ -149,13 +172,17 @@ class Evidence:
     db_peak_connections: int | None = None
     db_peak_running: int | None = None
     tcp_accept_queue_peak: int | None = None
+    downstream_peak_in_flight: int | None = None
+    downstream_peak_connections: int | None = None
 
-    def per_request(self, requests: int) -> dict[str, float | None]:
-        """The columns stored with a row."""
+    def per_request(self, requests: int, duration_s: float | None = None) -> dict[str, float | None]:
+        """The columns stored with a row (the downstream's CPU in % of one CPU, given the window's length)."""
         out = {f"{k}_per_request": (getattr(self, k) / requests if requests and getattr(self, k) is not None
                                     else None) for k in PER_REQUEST}
         out.update({k: _int(getattr(self, k)) for k in TCP_COUNTERS})
         out.update({k: getattr(self, k) for k in GAUGES})
+        if duration_s and self.downstream_cpu_s is not None:
+            out["downstream_cpu_pct"] = 100.0 * self.downstream_cpu_s / duration_s
         return out
 
 
@@ -165,8 +192,9 @@ def _int(x: float | None) -> int | None:
 
 def off_contract(scenario, row: dict) -> list[str]:
     """Flags for a window whose backend work per request is not the scenario's contract: one MGET
-    for redis, one SELECT for db-read, one INSERT for db-write, nothing for the others, and no
-    server-side prepare per request anywhere. Also a listen queue that overflowed."""
+    for redis, one SELECT for db-read, one INSERT for db-write, three downstream calls for fan-out,
+    nothing for the others, and no server-side prepare per request anywhere. Also a listen queue
+    that overflowed."""
     flags = []
     expected = scenario.backend_work
     redis = row.get("redis_commands_per_request")
@@ -175,6 +203,11 @@ def off_contract(scenario, row: dict) -> list[str]:
     db = [(row.get(f"{k}_per_request"), expected.get(k, 0)) for k in DB_COUNTERS]
     if any(v is not None and abs(v - want) > EVIDENCE_TOLERANCE for v, want in db):
         flags.append("db-statements-off-contract")
+    calls = row.get("downstream_calls_per_request")
+    if calls is not None and abs(calls - expected.get("downstream_calls", 0)) > EVIDENCE_TOLERANCE:
+        flags.append("downstream-calls-off-contract")
+    if (row.get("downstream_cpu_pct") or 0) >= DOWNSTREAM_BUSY_PCT:
+        flags.append("downstream-busy")
     if row.get("tcp_listen_overflows") or row.get("tcp_listen_drops"):
         flags.append("listen-queue-overflow")
     return flags

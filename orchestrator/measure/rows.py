@@ -66,7 +66,7 @@ def measured(base: dict, r: LoadResult, smp: ServerSample, flags: list[str]) -> 
         "cpu_ms_per_request": 1000 * smp.cpu_s / r.requests if r.requests and smp.cpu_s == smp.cpu_s else None,
         "rps_per_core": r.requests / smp.cpu_s if smp.cpu_s else None,
         "rps_per_mib": r.rps / (smp.peak_rss_bytes / MiB) if smp.peak_rss_bytes else None,
-        **(smp.evidence.per_request(r.requests) if smp.evidence else {}),
+        **(smp.evidence.per_request(r.requests, r.duration_s) if smp.evidence else {}),
     }
 
 

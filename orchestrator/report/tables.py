@@ -71,7 +71,8 @@ EVIDENCE = {"redis_commands_per_request": "Redis cmds / req", "db_selects_per_re
             "db_inserts_per_request": "INSERTs / req", "db_prepares_per_request": "PREPAREs / req",
             "redis_peak_clients": "peak Redis clients", "db_peak_connections": "peak DB connections",
             "db_peak_running": "peak statements running", "tcp_listen_overflows": "listen overflows",
-            "tcp_retransmits": "TCP retransmits"}
+            "tcp_retransmits": "TCP retransmits", "downstream_calls_per_request": "downstream calls / req",
+            "downstream_peak_in_flight": "peak calls in flight", "downstream_peak_connections": "peak downstream conns"}
 
 
 def evidence_table(df: pd.DataFrame, scenario: str, x: str = "concurrency") -> pd.DataFrame | None:

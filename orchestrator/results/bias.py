@@ -16,7 +16,7 @@ from __future__ import annotations
 from orchestrator.results.schema import PERCENTILES, latency_column
 
 SLOWING = frozenset({"host-steal", "server-cpus-shared", "loadgen-cpus-busy", "loadgen-saturated",
-                     "near-generator-ceiling"})
+                     "near-generator-ceiling", "downstream-busy"})
 # metric -> what a slowing flag leaves of the truth, relative to the figure measured
 BOUNDS = {"rps": "at least", "mb_received": "at least", "latency_mean_ms": "at most",
           **{latency_column(k): "at most" for k in PERCENTILES}}

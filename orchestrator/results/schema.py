@@ -140,6 +140,12 @@ ROW_TYPES = [
     # the most connections seen waiting in the server's accept queue (completed by the kernel, not yet
     # accepted by the server), polled 4 times a second; null where the server is out of sight
     ("tcp_accept_queue_peak", "int64"),
+    # the downstream service's calls per request (fan-out: the contract's 3), and the most calls it was
+    # answering and connections open to it at one poll: the HTTP client's concurrency and pool
+    ("downstream_calls_per_request", "float64"), ("downstream_peak_in_flight", "int64"),
+    ("downstream_peak_connections", "int64"),
+    # the downstream's own CPU over the window, in % of one CPU: >= 80 flags the cell downstream-busy
+    ("downstream_cpu_pct", "float64"),
     # Flight Recorder evidence of the window (flight_recorder.py; null when not recorded): CPU samples
     # and the five hottest methods with their share; virtual-thread pinning (count, total ms, the stack
     # that pinned longest); platform threads that used >= 1 % of a CPU, carriers among them, virtual

@@ -18,6 +18,7 @@ from orchestrator import RESULTS_DIR
 from orchestrator.config.catalog import Framework, Target, discover, resolve
 from orchestrator.config.modes import AOT_TRAINING
 from orchestrator.config.plan import Settings, pool_env
+from orchestrator.config.scenarios import Backends
 from orchestrator.config.topology import LOCAL, Topology
 from orchestrator.errors import BenchError, TargetFailed, UsageError
 from orchestrator.infra import backends as infra_mod
@@ -82,6 +83,7 @@ class Environment:
         self.runtime.check()
         self.jdk: Jdk = find_jdk()
         self.kept_backends: dict[str, Started] | None = None   # keep_backends()
+        self._infra: list | None = None   # the infrastructure while infra() holds it up
         self.artifacts: dict[str, Path] = {}
         self.build_failures: dict[str, str] = {}
         self.build_times: dict[str, float | None] = {}
@@ -196,13 +198,21 @@ class Environment:
                 if ship(tag):
                     self.console.print(f"shipped {tag} to {self.runtime.host} in {time.monotonic() - t0:.1f} s")
 
+    @contextlib.contextmanager
     def infra(self):
-        """Redis and MariaDB for a run: on this machine (as processes when the targets run on a remote
-        engine, which reaches them over the network), else in the run's runtime."""
+        """Redis, MariaDB and the downstream service for a run: on this machine (as processes when the
+        targets run on a remote engine, which reaches them over the network), else in the run's runtime.
+        Verification reads them while they are up."""
         s = self.settings
         runtime = "process" if self.runtime.host else s.runtime
-        return infra_mod.for_run(s.redis_port, s.db_port, s.loadgen_cpus, runtime=runtime, images=self.infra_images,
-                                 placement=self.placement())
+        with infra_mod.for_run(s.redis_port, s.db_port, s.loadgen_cpus, runtime=runtime, images=self.infra_images,
+                               placement=self.placement(), downstream_port=s.downstream_port,
+                               downstream_ms=s.downstream_ms) as holder:
+            self._infra = holder
+            try:
+                yield holder
+            finally:
+                self._infra = None
 
     def _launch(self, target: Target, port: int, cpus: str, env: dict[str, str], run_id: str) -> Started:
         server, t0 = self._spawn(target, port, cpus, cpus, env, run_id)
@@ -323,6 +333,7 @@ class Environment:
         if not shared_infra:
             ensure_port_free(s.redis_port, "Redis")
             ensure_port_free(s.db_port, "MariaDB")
+            ensure_port_free(s.downstream_port, "the downstream service")
 
     def start_verified(self, target: Target, env: dict[str, str], run_id: str,
                        tag: str) -> tuple[Started, Verification]:
@@ -332,7 +343,9 @@ class Environment:
 
     def _verified(self, target: Target, started: Started, port: int, tag: str) -> tuple[Started, Verification]:
         try:
-            v = verify(target, port, self.server_host)
+            up = self._infra
+            backends = Backends(up[0], int(pool_env(self.settings, target)["CACHE_TTL_S"])) if up else None
+            v = verify(target, port, self.server_host, backends)
         except BaseException:
             started.stop()
             raise

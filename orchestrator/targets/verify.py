@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from orchestrator.config.catalog import Target
-from orchestrator.config.scenarios import SCENARIOS, NoAnswer
+from orchestrator.config.scenarios import SCENARIOS, Backends, NoAnswer
 
 
 @dataclass
@@ -29,13 +29,14 @@ class Verification:
         return "verification failed: " + "; ".join(self.failures)
 
 
-def verify(target: Target, port: int, host: str = "127.0.0.1") -> Verification:
-    """Request every scenario of the target once and check each response (see CONTRACT.md)."""
+def verify(target: Target, port: int, host: str = "127.0.0.1", backends: Backends | None = None) -> Verification:
+    """Request every scenario of the target once and check each response (see CONTRACT.md); with the
+    backends, also what they saw (fan-out's calls overlapping, cache-aside's miss and hit)."""
     v = Verification(target.id)
     for name in target.framework.scenarios:
         s = SCENARIOS[name]
         try:
-            problems, r = s.check(port, host)
+            problems, r = s.check(port, host, backends)
         except NoAnswer as e:   # it names the request: the next scenario's requests still tell what works
             v.failures.append(f"{name}: {e}")
             continue

@@ -1,0 +1,86 @@
+"""The downstream service (infra/downstream.py): nginx with its echo module, as fan-out's calls meet it."""
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from orchestrator.config.scenarios import SCENARIOS
+from orchestrator.infra import downstream
+from orchestrator.infra.httpclient import request
+from orchestrator.infra.procs import stop_pid
+from orchestrator.measure.evidence import Evidence, off_contract
+
+
+def test_echo_sleep_reads_milliseconds_as_seconds():
+    assert [downstream.seconds(ms) for ms in (0, 7, 20, 999, 1000, 1500, 60_000)] == \
+        ["0.000", "0.007", "0.020", "0.999", "1.000", "1.500", "60.000"]
+
+
+def test_the_status_page_less_the_poll_itself():
+    page = "Active connections: 5 \nserver accepts handled requests\n 12 12 1040 \nReading: 0 Writing: 4 Waiting: 1 \n"
+    assert downstream.parse_status(page, polls=40) == downstream.Status(calls=1000, in_flight=3, connections=4)
+
+
+def test_the_config_listens_where_asked_and_nowhere_else(tmp_path):
+    conf = downstream.config(tmp_path, 18999, ["127.0.0.1", "198.18.0.2"], 20)
+    assert [line.strip() for line in conf.splitlines() if line.strip().startswith("listen")] == \
+        ["listen 127.0.0.1:18999;", "listen 198.18.0.2:18999;"]
+    assert 'default "0.020";' in conf
+
+
+def test_a_cell_off_fan_out_s_contract_or_with_a_busy_downstream_is_flagged():
+    fan_out, json_ = SCENARIOS["fan-out"], SCENARIOS["json"]
+    row = Evidence(downstream_calls=3000.0, downstream_cpu_s=2.0).per_request(1000, duration_s=10.0)
+    assert (row["downstream_calls_per_request"], row["downstream_cpu_pct"]) == (3.0, 20.0)
+    assert off_contract(fan_out, row) == []
+    assert off_contract(fan_out, {"downstream_calls_per_request": 1.0}) == ["downstream-calls-off-contract"]
+    assert off_contract(json_, {"downstream_calls_per_request": 0.0, "downstream_cpu_pct": 85.0}) == ["downstream-busy"]
+
+
+@pytest.mark.slow
+def test_calls_answer_after_the_delay_and_are_counted():
+    """Each call's body and delay, a bad call refused, and the counters the evidence reads: calls
+    (less the polls) and calls in flight at once."""
+    port, folder = 29390, Path(tempfile.mkdtemp(prefix="bench-test-downstream-"))   # where nobody reaches it
+    pid = downstream.start(folder, port, ["127.0.0.1"], 50, "0", None, False, "127.0.0.1")
+    try:
+        reader = downstream.StatusReader("127.0.0.1", port)
+        before = reader.read()
+        r = request(port, "GET", "/call?i=7")
+        assert (r.status, r.media_type, json.loads(r.body)) == (200, "application/json", {"call": 7})
+        assert request(port, "GET", "/call?i=x").status == 404
+        assert request(port, "GET", "/other").status == 404
+        took = []
+        for ms in (0, 20, 200):
+            t0 = time.perf_counter()
+            assert request(port, "GET", f"/call?i=1&ms={ms}").status == 200
+            took.append(1000 * (time.perf_counter() - t0))
+        # nginx's timers fire on its millisecond clock: a call never ends before its delay
+        assert took[1] >= 20 and took[2] >= 200, took
+        peak = [0]
+        done = threading.Event()
+
+        def poll():
+            while not done.is_set():
+                peak[0] = max(peak[0], reader.read().in_flight)
+        poller = threading.Thread(target=poll)
+        poller.start()
+        calls = [threading.Thread(target=request, args=(port, "GET", "/call?i=1&ms=500")) for _ in range(4)]
+        for c in calls:
+            c.start()
+        for c in calls:
+            c.join()
+        done.set()
+        poller.join()
+        assert peak[0] == 4
+        # three answered calls, the bad one and /other (requests too), three timed, four at once
+        assert reader.read().calls - before.calls == 3 + 3 + 4
+    finally:
+        stop_pid(pid, grace=2)
+        shutil.rmtree(folder)
