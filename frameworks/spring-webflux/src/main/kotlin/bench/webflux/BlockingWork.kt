@@ -35,7 +35,7 @@ class BlockingWork(
     private val downstream: RestClient,
     private val json: JsonMapper,
     private val cache: CacheProperties,
-    @Qualifier(TaskExecutionAutoConfiguration.APPLICATION_TASK_EXECUTOR_BEAN_NAME)
+    @param:Qualifier(TaskExecutionAutoConfiguration.APPLICATION_TASK_EXECUTOR_BEAN_NAME)
     private val virtualThreads: AsyncTaskExecutor,
 ) {
 
