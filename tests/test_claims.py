@@ -136,13 +136,28 @@ def test_a_slowed_cell_counts_where_its_bias_cannot_have_made_the_pair():
     # the runner-up's was: it may have been as fast, so that pair is withheld
     row = judged(cell("quarkus:reactive", fast), cell("ktor:coroutines", slow, flags="loadgen-cpus-busy"), webflux)
     assert row["verdict"] == ("cannot tell at these repeats: quarkus:reactive ahead of ktor:coroutines: withheld "
-                              "(flagged loadgen-cpus-busy)")
+                              "(ktor:coroutines flagged loadgen-cpus-busy in 3 of its 3 repeats; 2 clean ones would "
+                              "be judged alone)")
     # a flag of unknown direction withholds on either side
     row = judged(cell("quarkus:reactive", fast, flags="littles-law"), cell("ktor:coroutines", slow), webflux)
-    assert "withheld (flagged littles-law)" in row["verdict"]
+    assert "withheld (quarkus:reactive flagged littles-law in 3 of its 3 repeats" in row["verdict"]
     # against the study, a slowed leader proves nothing: the slowed side might have been ahead
     row = judged(cell("quarkus:reactive", slow, flags="host-steal"), cell("ktor:coroutines", fast), webflux)
-    assert row["verdict"].startswith("cannot tell") and "withheld (flagged host-steal)" in row["verdict"]
+    assert row["verdict"].startswith("cannot tell") and "withheld (quarkus:reactive flagged host-steal" in row["verdict"]
+
+
+def test_a_side_s_slowed_repeats_are_left_out_where_two_clean_ones_remain():
+    """The gateway study's case (run 20261127-141240): the side behind has one repeat of three flagged
+    host-steal, which could have put it behind; its two clean repeats are judged alone, and say so."""
+    webflux = cell("spring-webflux:reactive", [10_000, 10_100, 9_900])
+    behind = cell("ktor:coroutines", [25_000, 25_200, 20_000], flags=["", "", "host-steal"])
+    row = judged(cell("quarkus:reactive", [30_000, 30_300, 29_800], flags="loadgen-cpus-busy"), behind, webflux)
+    assert row["verdict"] == "holds"
+    assert "(1 flagged repeat(s) of ktor:coroutines left out (host-steal))" in row["evidence"]
+    # with one clean repeat left, the pair stays withheld and says what it would take
+    behind = cell("ktor:coroutines", [25_000, 22_000, 20_000], flags=["", "host-steal", "host-steal"])
+    row = judged(cell("quarkus:reactive", [30_000, 30_300, 29_800]), behind, webflux)
+    assert "withheld (ktor:coroutines flagged host-steal in 2 of its 3 repeats; 2 clean ones" in row["verdict"]
 
 
 TREND = {"form": "trend", "claim": "Study 001: MVC mean 256 / 496 / 941 ms at 500 / 1,000 / 2,000 connections.",

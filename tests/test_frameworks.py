@@ -44,7 +44,7 @@ def test_the_smoke_fails_a_target_that_dies_under_it_and_names_the_cause():
     said = " ".join(r.stdout.split())
     # the next target started on the generator's CPU while the one before took its bursts, and took
     # its own on the server's (CPU 1; conftest's PORTS leave the smoke --port + 2 for it)
-    assert "fixture:ok: ok at 200 connections on 5 scenarios, on CPU 1 (started on CPU 0 beside the previous " \
+    assert "fixture:ok: ok at 200 connections on 6 scenarios, on CPU 1 (started on CPU 0 beside the previous " \
            "target's load)" in said, said
     assert re.search(r"fixture:dies-under-load: \S+ \(GET /\S+\) at 200 connections: target exited with 3: "
                      r"java\.lang\.OutOfMemoryError: Cannot reserve 16384 bytes of direct buffer memory", said), said

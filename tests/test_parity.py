@@ -102,7 +102,7 @@ def test_a_target_that_declares_nothing_reads_undeclared_and_the_report_warns():
     assert parity_table.undeclared(entries) == {"stranger:b": [f for f in PARITY_FIELDS if f != "backlog"]}
     warned = sections.warnings({"parity": entries, "warnings": ["loadgen busy"]})
     assert warned[0] == "loadgen busy" and len(warned) == 2
-    assert warned[1].startswith("stranger:b declares no workers, redis, db, keep_alive in its framework.toml"), warned
+    assert warned[1].startswith("stranger:b declares no workers, redis, db, downstream, keep_alive in its framework.toml"), warned
 
 
 def test_bench_parity_of_many_targets_reads_at_100_columns():

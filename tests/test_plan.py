@@ -40,7 +40,7 @@ def test_cells_run_every_scenario_at_every_level_and_a_ramp_writes_a_row_per_ste
     # in the order asked, a scenario the target does not serve left out
     assert plan.cells(target) == [("json", 8, None, None), ("json", 64, None, None), ("plaintext", 8, None, None),
                                   ("plaintext", 64, None, None)]
-    assert len(plan_of(target, scenarios=()).cells(target)) == 5   # none asked: every one it serves
+    assert len(plan_of(target, scenarios=()).cells(target)) == 6   # none asked: every one it serves
     ramp = plan_of(target, "ramp")
     (cell,) = ramp.cells(target)
     keys = ramp.row_keys(target, 1, cell)

@@ -306,9 +306,8 @@ def start(redis_port: int, db_port: int, cpus: str | None, outlive: bool = False
         (Path(infra.data_dir) / OWNER_FILE).write_text(Owner.me(outlive).mark())
         _start_redis(infra, launcher)
         _start_mariadb(infra, launcher)
-        infra.pids["downstream"] = downstream.start(
-            Path(infra.data_dir), downstream_port, placement.binds(), downstream_ms, cpus, placement.netns, outlive,
-            placement.host)
+        infra.pids["downstream"] = downstream.start(Path(infra.data_dir), downstream_port, placement.binds(),
+                                                    downstream_ms, cpus, placement.netns, outlive, placement.host)
         exposed = {name: listening_beyond(pid, placement.binds(), bool(placement.netns))
                    for name, pid in infra.pids.items()}
         exposed = {k: v for k, v in exposed.items() if v}
@@ -341,8 +340,7 @@ def restart(infra: Infra) -> Infra:
     """Replace a dead or half-dead infrastructure with a fresh one on the same ports."""
     stop(infra)
     return start(infra.redis_port, infra.db_port, infra.cpus, runtime=infra.runtime, images=infra.images,
-                 placement=infra.placement, downstream_port=infra.downstream_port or downstream.DEFAULT_PORT,
-                 downstream_ms=infra.downstream_ms)
+                 placement=infra.placement, downstream_port=infra.downstream_port, downstream_ms=infra.downstream_ms)
 
 
 # --- `bench infra up|down|status`: infrastructure that outlives one command ---
@@ -389,9 +387,9 @@ def for_run(redis_port: int, db_port: int, cpus: str | None, runtime: str = "pro
     shared = load_state() if (placement or Placement()) == Placement() else None
     if shared is not None:
         if shared.downstream_ms != downstream_ms or not shared.downstream_port:
-            raise UsageError(f"the infrastructure of `bench infra up` has {_downstream(shared)}, this run asks for a "
-                             f"{downstream_ms}-ms downstream: run with --downstream-ms {shared.downstream_ms}, or "
-                             f"`bench infra down` first")
+            has = f"a {shared.downstream_ms}-ms downstream" if shared.downstream_port else "no downstream service"
+            raise UsageError(f"the infrastructure of `bench infra up` has {has}, this run asks for a {downstream_ms}-ms "
+                             f"downstream: run with --downstream-ms {shared.downstream_ms}, or `bench infra down` first")
         yield [shared]
         return
     holder = [start(redis_port, db_port, cpus, runtime=runtime, images=images, placement=placement,
@@ -400,7 +398,3 @@ def for_run(redis_port: int, db_port: int, cpus: str | None, runtime: str = "pro
         yield holder
     finally:
         stop(holder[0])
-
-
-def _downstream(infra: Infra) -> str:
-    return f"a {infra.downstream_ms}-ms downstream" if infra.downstream_port else "no downstream service"

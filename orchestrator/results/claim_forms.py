@@ -14,7 +14,9 @@ pairs to one 5 % error, and the claim:
 
 A cell whose flags only slowed it (bias.py) still counts where its bias cannot have made the pair:
 a throughput measured slowed is at most the truth, so it may be the higher side of a pair, never the
-lower; a latency the other way round. Any other flag, a failed repeat or a missing cell withholds.
+lower; a latency the other way round. On the side where the bias could have made the pair, the cell's
+flagged repeats are left out and its clean ones judged, when MIN_CLEAN or more are clean (the verdict
+says so). Any other flag, a failed repeat or a missing cell withholds.
 
 "Linear" is growth in proportion to the load level (a latency that doubles with the connections, as
 Little's law has it for a pool that is full): each step's ratio, at the interval of alpha over the
@@ -35,6 +37,7 @@ pd = lazy.module("pandas")
 FORMS = ("order", "lead", "trend")
 SHAPES = ("grows", "linear")
 LINEAR_BAND = 0.25
+MIN_CLEAN = 2   # clean repeats a side needs to be judged without its flagged ones (Welch's t needs two)
 NEAREST, FARTHEST = "nearest", "farthest"
 REQUIRED = {"order": ("claim", "scenario", "metric", "targets"),
             "lead": ("claim", "scenario", "metric", "targets", "over"),
@@ -87,6 +90,9 @@ class Pair:
     low: dict | None
     label: str
     study_ratio: float
+    # each side's clean repeats alone (summary of its unflagged rows), for a side whose flags could have made the pair
+    high_clean: dict | None = None
+    low_clean: dict | None = None
 
 
 def judge_claim(df: pd.DataFrame, claim: dict, x: str = "concurrency") -> list[dict]:
@@ -95,11 +101,14 @@ def judge_claim(df: pd.DataFrame, claim: dict, x: str = "concurrency") -> list[d
     rows = _rows(df, claim)
     summ = summary(rows, x, [claim["metric"]]) if len(rows) else pd.DataFrame(columns=["target", x])
     cells = {(c["target"], c[x]): c for c in summ.to_dict("records")}
+    clean_rows = rows[(rows["status"] == "ok") & (rows["check_flags"].fillna("") == "")] if len(rows) else rows
+    clean = {(c["target"], c[x]): c for c in
+             (summary(clean_rows, x, [claim["metric"]]).to_dict("records") if len(clean_rows) else [])}
     suffixes = sorted({t[len(base_id(t)):] for t in summ["target"]}) or [""]
     if claim["form"] == "trend":
-        return [_judged(claim, x, cells, suffix, None) for suffix in suffixes]
+        return [_judged(claim, x, cells, clean, suffix, None) for suffix in suffixes]
     levels = [claim["level"]] if "level" in claim else sorted({lv for (_, lv) in cells}) or [None]
-    return [_judged(claim, x, cells, suffix, level) for suffix in suffixes for level in levels]
+    return [_judged(claim, x, cells, clean, suffix, level) for suffix in suffixes for level in levels]
 
 
 def _rows(df: pd.DataFrame, claim: dict) -> pd.DataFrame:
@@ -114,19 +123,22 @@ def _rows(df: pd.DataFrame, claim: dict) -> pd.DataFrame:
     return rows
 
 
-def _judged(claim: dict, x: str, cells: dict, suffix: str, level) -> dict:
+def _judged(claim: dict, x: str, cells: dict, clean: dict, suffix: str, level) -> dict:
+    """One verdict; clean: the cells of the unflagged repeats alone, by (target, level) as cells."""
     study = claim.get("study")
     if claim["form"] == "trend":
         levels = claim["levels"]
         names = [f"{claim['target']}{suffix} at {x} {lv:g}" for lv in levels]
         sides = [cells.get((claim["target"] + suffix, lv)) for lv in levels]
         where = ""
-        pairs = [Pair(sides[i + 1], sides[i], f"{names[i + 1]} above {names[i]}", _ratio(study, i + 1, i))
-                 for i in range(len(sides) - 1)]
+        unflagged = [clean.get((claim["target"] + suffix, lv)) for lv in levels]
+        pairs = [Pair(sides[i + 1], sides[i], f"{names[i + 1]} above {names[i]}", _ratio(study, i + 1, i),
+                      unflagged[i + 1], unflagged[i]) for i in range(len(sides) - 1)]
         steps = [levels[i + 1] / levels[i] for i in range(len(levels) - 1)] if claim["shape"] == "linear" else None
     else:
         names = [t + suffix for t in (*claim["targets"], *claim.get("over", []))]
         sides = [cells.get((n, level)) for n in names]
+        unflagged = [clean.get((n, level)) for n in names]
         where = "" if level is None else f" at {x} {level:g}"
         # an order: each target ahead of the next; a lead: each of `targets` ahead of each of `over`
         ahead = [(i, i + 1) for i in range(len(names) - 1)] if claim["form"] == "order" else \
@@ -134,7 +146,8 @@ def _judged(claim: dict, x: str, cells: dict, suffix: str, level) -> dict:
         # where lower is better, the one behind has the higher figure
         up = METRICS[claim["metric"]].higher_is_better
         pairs = [Pair(*((sides[i], sides[j]) if up else (sides[j], sides[i])), f"{names[i]} ahead of {names[j]}",
-                      _ratio(study, i, j) if up else _ratio(study, j, i)) for i, j in ahead]
+                      _ratio(study, i, j) if up else _ratio(study, j, i),
+                      *((unflagged[i], unflagged[j]) if up else (unflagged[j], unflagged[i]))) for i, j in ahead]
         steps = None
     verdict, evidence = decide(pairs, claim["metric"], steps)
     here = "; ".join(_here(c, n, claim["metric"]) for c, n in zip(sides, names))
@@ -169,9 +182,29 @@ def _unusable(cell: dict | None, metric: str, truth: str) -> str:
     return ""
 
 
+def _usable_sides(pair: Pair, metric: str) -> tuple[Pair, str]:
+    """The pair as it is judged: a side whose slowing flags could have made the pair, in the direction
+    its figures point, replaced by its clean repeats where MIN_CLEAN or more are clean; and what was
+    left out, in words ('' when nothing)."""
+    if not (pair.high and pair.low):
+        return pair, ""
+    agrees = judge.lead(_values(pair.high, metric), _values(pair.low, metric)).ratio > 1
+    needs = ("at least", "at most") if agrees else ("at most", "at least")
+    high, low, left = pair.high, pair.low, []
+    for cell, clean, truth in ((pair.high, pair.high_clean, needs[0]), (pair.low, pair.low_clean, needs[1])):
+        if (cell["state"] == "flagged" and bias.bound(cell["check_flags"], metric) not in ("", truth)
+                and clean and clean["ok"] >= MIN_CLEAN):
+            left.append(f"{cell['ok'] - clean['ok']} flagged repeat(s) of {cell['target']} left out "
+                        f"({cell['check_flags']})")
+            high, low = (clean, low) if cell is pair.high else (high, clean)
+    return Pair(high, low, pair.label, pair.study_ratio, pair.high_clean, pair.low_clean), "; ".join(left)
+
+
 def decide(pairs: list[Pair], metric: str, steps: list[float] | None = None,
            alpha: float = judge.ALPHA) -> tuple[str, str]:
     """(verdict, evidence) of a claim made of pairs; steps: each pair's ratio in proportion (linear)."""
+    judged = [_usable_sides(p, metric) for p in pairs]
+    pairs, left_out = [p for p, _ in judged], [why for _, why in judged]
     leads = [judge.lead(_values(p.high, metric), _values(p.low, metric)) if p.high and p.low else None
              for p in pairs]
     p_adj = judge.holm(pd.Series([lead.p if lead and not lead.why else math.nan for lead in leads], dtype=float))
@@ -181,9 +214,15 @@ def decide(pairs: list[Pair], metric: str, steps: list[float] | None = None,
         decided = lead is not None and not lead.why and p_adj[i] < alpha
         agrees = lead is not None and lead.ratio > 1
         # the side the pair measured: for the study it needs the high side's truth at least as high
-        withheld = (_unusable(pair.high, metric, "at least") or _unusable(pair.low, metric, "at most")) if agrees \
-            else (_unusable(pair.high, metric, "at most") or _unusable(pair.low, metric, "at least"))
-        text = _pair_text(pair, lead, p_adj[i], steps[i] if steps else None)
+        needs = ("at least", "at most") if agrees else ("at most", "at least")
+        withheld = ""
+        for cell, clean, truth in ((pair.high, pair.high_clean, needs[0]), (pair.low, pair.low_clean, needs[1])):
+            why = _unusable(cell, metric, truth)
+            if why and not withheld:
+                clean_ok = clean["ok"] if clean else 0
+                withheld = (f"{cell['target']} {why} in {cell['ok'] - clean_ok} of its {cell['ok']} repeats; "
+                            f"{MIN_CLEAN} clean ones would be judged alone" if why.startswith("flagged") else why)
+        text = _pair_text(pair, lead, p_adj[i], steps[i] if steps else None) + (f" ({left_out[i]})" if left_out[i] else "")
         if withheld:
             open_.append(f"{pair.label}: withheld ({withheld})")
         elif lead is None or lead.why:

@@ -33,9 +33,11 @@ private fun <E : ApplicationEngine, C : ApplicationEngine.Configuration> serve(
 private fun Application.benchModule(settings: Settings) {
     val redis = RedisValues(settings)
     val items = ItemRepository(settings)
+    val downstream = Downstream(settings)
     monitor.subscribe(ApplicationStopped) {
+        downstream.close()
         items.close()
         redis.close()
     }
-    benchRoutes(redis, items)
+    benchRoutes(redis, items, downstream, settings.cacheTtlS)
 }

@@ -21,6 +21,10 @@ data class Slept(val sleptMs: Int)
 @Serializable
 data class Primes(val n: Int, val primes: Int)
 
+/** fan-out's 502 and 504 bodies: `{"error":"downstream timed out"}`, `{"error":"downstream failed"}`. */
+@Serializable
+data class ErrorBody(val error: String)
+
 /** A row of the `item` table. */
 @Serializable
 data class Item(

@@ -4,6 +4,7 @@ import bench.shared.Contract
 import io.lettuce.core.ExperimentalLettuceCoroutinesApi
 import io.lettuce.core.RedisClient
 import io.lettuce.core.RedisURI
+import io.lettuce.core.SetArgs
 import io.lettuce.core.api.coroutines
 import kotlinx.coroutines.flow.map
 import kotlinx.coroutines.flow.toList
@@ -28,6 +29,14 @@ class RedisValues(settings: Settings) : AutoCloseable {
 
     suspend fun mget(): List<String?> =
         commands.mget(*KEYS).map { it.getValueOrElse(null) }.toList()
+
+    /** cache-aside: one `GET`; null on a miss. */
+    suspend fun get(key: String): String? = commands.get(key)
+
+    /** cache-aside: one `SET key value EX ttl`. */
+    suspend fun setEx(key: String, value: String, ttlSeconds: Long) {
+        commands.set(key, value, SetArgs.Builder.ex(ttlSeconds))
+    }
 
     override fun close() {
         connection.close()

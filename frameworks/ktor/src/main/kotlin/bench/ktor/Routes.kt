@@ -4,8 +4,10 @@ import bench.shared.Contract
 import bench.shared.HttpDate
 import bench.shared.countPrimes
 
+import io.ktor.http.ContentType
 import io.ktor.http.HttpHeaders
 import io.ktor.http.HttpStatusCode
+import io.ktor.serialization.kotlinx.json.DefaultJson
 import io.ktor.serialization.kotlinx.json.json
 import io.ktor.server.application.Application
 import io.ktor.server.application.ApplicationCall
@@ -20,6 +22,7 @@ import io.ktor.server.routing.get
 import io.ktor.server.routing.post
 import io.ktor.server.routing.routing
 import kotlinx.coroutines.delay
+import kotlinx.serialization.json.JsonArray
 
 
 /**
@@ -35,8 +38,9 @@ val DateHeader = createApplicationPlugin("DateHeader") {
  * The contract's endpoints, shared by both engines. Handlers are plain suspend functions:
  * they run on whatever dispatcher the engine calls them on, and every wait suspends.
  */
-fun Application.benchRoutes(redis: RedisValues, items: ItemRepository) {
-    install(ContentNegotiation) { json() }
+fun Application.benchRoutes(redis: RedisValues, items: ItemRepository, downstream: Downstream, cacheTtlS: Long) {
+    // DefaultJson, named: cache-aside stores a row's JSON exactly as db-read answers it.
+    install(ContentNegotiation) { json(DefaultJson) }
     install(DateHeader)
 
     routing {
@@ -77,6 +81,34 @@ fun Application.benchRoutes(redis: RedisValues, items: ItemRepository) {
             val item = call.receive<NewItem>()
             call.reportThread()
             call.respond(HttpStatusCode.Created, Created(items.insert(item)))
+        }
+        get("/fan-out") {
+            val calls = Contract.fanOutCalls(call.request.queryParameters["calls"])
+                ?: return@get call.badRequest("calls must be ASCII digits, 1 to 16")
+            when (val result = downstream.fanOut(calls)) {
+                is FanOut.Bodies -> {
+                    // Back on the handler's dispatcher after awaitAll: the thread that combines the bodies.
+                    call.reportThread()
+                    call.respond(JsonArray(result.bodies))
+                }
+                is FanOut.Failed -> call.respond(result.status, ErrorBody(result.error))
+            }
+        }
+        get("/cache-aside") {
+            val id = Contract.itemId(call.request.queryParameters["id"])
+                ?: return@get call.badRequest("id must be ASCII digits")
+            val key = Contract.cacheKey(id)
+            val cached = redis.get(key)
+            // Resumed with Redis's answer, on the handler's dispatcher.
+            call.reportThread()
+            if (cached != null) {
+                // A hit answers the cached text as it is, unparsed.
+                return@get call.respondText(cached, ContentType.Application.Json)
+            }
+            val item = items.find(id) ?: return@get call.respond(HttpStatusCode.NotFound)
+            val json = DefaultJson.encodeToString(Item.serializer(), item)
+            redis.setEx(key, json, cacheTtlS)
+            call.respondText(json, ContentType.Application.Json)
         }
     }
 }

@@ -13,6 +13,11 @@ class Settings(
     val dbUser: String,
     val dbPassword: String,
     val dbPoolSize: Int,
+    /** fan-out's downstream, `http://host:port` without a trailing slash; empty: every call fails (502). */
+    val downstreamUrl: String,
+    val downstreamPoolSize: Int,
+    /** cache-aside's time to live of a cached item. */
+    val cacheTtlS: Long,
 ) {
     // No toString: the passwords must never reach a log.
     companion object {
@@ -32,6 +37,9 @@ class Settings(
                 dbUser = value("DB_USER", "bench"),
                 dbPassword = value("DB_PASSWORD", ""),
                 dbPoolSize = value("DB_POOL_SIZE", "16").toInt(),
+                downstreamUrl = value("DOWNSTREAM_URL", "").trimEnd('/'),
+                downstreamPoolSize = value("DOWNSTREAM_POOL_SIZE", "512").toInt(),
+                cacheTtlS = value("CACHE_TTL_S", "10").toLong(),
             )
         }
     }

@@ -25,11 +25,14 @@ public final class Main {
                 env("DB_USER", "bench"), env("DB_PASSWORD", ""), Integer.parseInt(env("DB_POOL_SIZE", "16")));
         RedisValues redis = new RedisValues(env("REDIS_HOST", "127.0.0.1"),
                 Integer.parseInt(env("REDIS_PORT", "6379")), env("REDIS_PASSWORD", ""));
+        Downstream downstream = new Downstream(env("DOWNSTREAM_URL", "http://127.0.0.1:8081"),
+                Integer.parseInt(env("DOWNSTREAM_POOL_SIZE", "512")));
+        long cacheTtlSeconds = Long.parseLong(env("CACHE_TTL_S", "10"));
 
         // The virtual variant hands blocking work to a virtual thread per request; the others
         // keep Undertow's default, the XNIO worker pool (null tells dispatch() to use it).
         ExecutorService virtualThreads = variant == Variant.VIRTUAL ? Executors.newVirtualThreadPerTaskExecutor() : null;
-        Endpoints endpoints = new Endpoints(items.items(), redis, virtualThreads);
+        Endpoints endpoints = new Endpoints(items.items(), redis, downstream, cacheTtlSeconds, virtualThreads);
 
         boolean nonBlocking = variant == Variant.NONBLOCKING;
         HttpHandler routes = Handlers.routing()
@@ -39,6 +42,12 @@ public final class Main {
                 .get("/cpu", endpoints::cpu)
                 .get("/redis", nonBlocking ? endpoints::redisAsync : endpoints::redis)
                 .get("/db", endpoints::dbRead)
+                .get("/fan-out", switch (variant) {
+                    case WORKER -> endpoints::fanOut;
+                    case VIRTUAL -> endpoints::fanOutVirtual;
+                    case NONBLOCKING -> endpoints::fanOutAsync;
+                })
+                .get("/cache-aside", nonBlocking ? endpoints::cacheAsideAsync : endpoints::cacheAside)
                 .post("/db", endpoints::dbWrite);
 
         // I/O threads stay at Undertow's default (one per CPU, at least 2). The worker pool runs the

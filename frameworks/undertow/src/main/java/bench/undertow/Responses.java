@@ -25,8 +25,12 @@ final class Responses {
 
     /** Serialises {@code body} with Jackson; the Sender sets Content-Length from the buffer. */
     static void json(HttpServerExchange exchange, int status, Object body) {
+        jsonBytes(exchange, status, JSON.writeValueAsBytes(body));
+    }
+
+    /** JSON already written: cache-aside's row as it was serialised for the cache, or the cached text. */
+    static void jsonBytes(HttpServerExchange exchange, int status, byte[] bytes) {
         reportThread(exchange);
-        byte[] bytes = JSON.writeValueAsBytes(body);
         exchange.setStatusCode(status);
         exchange.getResponseHeaders().put(Headers.CONTENT_TYPE, "application/json");
         exchange.getResponseSender().send(ByteBuffer.wrap(bytes));
@@ -37,9 +41,12 @@ final class Responses {
         exchange.endExchange();
     }
 
-    /** Called on the thread that did the scenario's work, so that it is the one named. */
-    private static void reportThread(HttpServerExchange exchange) {
-        if (exchange.getRequestHeaders().contains(REPORT_THREAD)) {
+    /**
+     * Called on the thread that did the scenario's work, so that it is the one named. The first call
+     * wins: cache-aside names the thread that had Redis's answer before a miss moves on to JDBC.
+     */
+    static void reportThread(HttpServerExchange exchange) {
+        if (exchange.getRequestHeaders().contains(REPORT_THREAD) && !exchange.getResponseHeaders().contains(THREAD)) {
             exchange.getResponseHeaders().put(THREAD, Thread.currentThread().toString());
         }
     }
