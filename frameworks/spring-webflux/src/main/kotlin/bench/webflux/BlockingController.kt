@@ -76,4 +76,22 @@ class BlockingController(private val work: BlockingWork) {
         exchange.reportThread()
         return created(work.insert(item))
     }
+
+    /** X-Thread: this handler's virtual thread, which combines the bodies the calls' virtual threads got. */
+    @GetMapping("/fan-out")
+    fun fanOut(@RequestParam(required = false) calls: String?, exchange: ServerWebExchange): List<Call> {
+        val n = fanOutCalls(calls)
+        return work.fanOut(n).also { exchange.reportThread() }
+    }
+
+    /** Blocking Lettuce and JDBC on this virtual thread, which has Redis's answer (X-Thread). */
+    @GetMapping("/cache-aside")
+    fun cacheAside(@RequestParam(required = false) id: String?, exchange: ServerWebExchange): ResponseEntity<ByteArray> {
+        val itemId = itemId(id)
+        val key = Contract.cacheKey(itemId)
+        val cached = work.cached(key)
+        exchange.reportThread()
+        if (cached != null) return jsonText(cached)
+        return work.loadAndCache(itemId, key)?.let(::jsonText) ?: notFoundText()
+    }
 }

@@ -14,7 +14,9 @@ import kotlinx.coroutines.reactor.awaitSingle
 import kotlinx.coroutines.reactor.awaitSingleOrNull
 import org.springframework.context.annotation.Profile
 import org.springframework.data.redis.core.ReactiveStringRedisTemplate
+import org.springframework.data.redis.core.getAndAwait
 import org.springframework.data.redis.core.multiGetAndAwait
+import org.springframework.data.redis.core.setAndAwait
 import org.springframework.http.MediaType
 import org.springframework.http.ResponseEntity
 import org.springframework.web.bind.annotation.GetMapping
@@ -22,7 +24,9 @@ import org.springframework.web.bind.annotation.PostMapping
 import org.springframework.web.bind.annotation.RequestBody
 import org.springframework.web.bind.annotation.RequestParam
 import org.springframework.web.bind.annotation.RestController
+import org.springframework.web.reactive.function.client.WebClient
 import org.springframework.web.server.ServerWebExchange
+import tools.jackson.databind.json.JsonMapper
 
 /**
  * Suspend handlers (`coroutines`). WebFlux starts them on the Netty event loop with
@@ -33,6 +37,9 @@ import org.springframework.web.server.ServerWebExchange
 class CoroutineController(
     private val redis: ReactiveStringRedisTemplate,
     private val items: ReactiveItems,
+    private val downstream: WebClient,
+    private val json: JsonMapper,
+    private val cache: CacheProperties,
 ) {
     @GetMapping("/plaintext", produces = [MediaType.TEXT_PLAIN_VALUE])
     suspend fun plaintext(exchange: ServerWebExchange): String {
@@ -81,4 +88,24 @@ class CoroutineController(
     @PostMapping("/db")
     suspend fun create(@RequestBody item: NewItem, exchange: ServerWebExchange): ResponseEntity<Created> =
         created(items.insert(item, exchange::reportThread).awaitSingle())
+
+    /** X-Thread: where awaitAll resumes, the event loop that delivered the last body (Unconfined). */
+    @GetMapping("/fan-out")
+    suspend fun fanOut(@RequestParam(required = false) calls: String?, exchange: ServerWebExchange): List<Call> {
+        val n = fanOutCalls(calls)
+        return downstream.fanOutAwait(n).also { exchange.reportThread() }
+    }
+
+    @GetMapping("/cache-aside")
+    suspend fun cacheAside(@RequestParam(required = false) id: String?, exchange: ServerWebExchange): ResponseEntity<ByteArray> {
+        val itemId = itemId(id)
+        val key = Contract.cacheKey(itemId)
+        val cached = redis.opsForValue().getAndAwait(key)
+        exchange.reportThread()
+        if (cached != null) return jsonText(cached)
+        val item = items.find(itemId) {}.awaitSingleOrNull() ?: return notFoundText()
+        val text = json.writeValueAsString(item)
+        redis.opsForValue().setAndAwait(key, text, cache.ttl)
+        return jsonText(text)
+    }
 }

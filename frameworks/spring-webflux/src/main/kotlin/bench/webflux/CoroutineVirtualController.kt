@@ -18,7 +18,9 @@ import org.springframework.boot.autoconfigure.task.TaskExecutionAutoConfiguratio
 import org.springframework.context.annotation.Profile
 import org.springframework.core.task.AsyncTaskExecutor
 import org.springframework.data.redis.core.ReactiveStringRedisTemplate
+import org.springframework.data.redis.core.getAndAwait
 import org.springframework.data.redis.core.multiGetAndAwait
+import org.springframework.data.redis.core.setAndAwait
 import org.springframework.http.MediaType
 import org.springframework.http.ResponseEntity
 import org.springframework.web.bind.annotation.GetMapping
@@ -26,7 +28,9 @@ import org.springframework.web.bind.annotation.PostMapping
 import org.springframework.web.bind.annotation.RequestBody
 import org.springframework.web.bind.annotation.RequestParam
 import org.springframework.web.bind.annotation.RestController
+import org.springframework.web.reactive.function.client.WebClient
 import org.springframework.web.server.ServerWebExchange
+import tools.jackson.databind.json.JsonMapper
 
 /**
  * Suspend handlers whose coroutines run on virtual threads (`coroutines-virtual`), the eight-combination
@@ -43,6 +47,9 @@ class CoroutineVirtualController(
     private val items: JdbcItems,
     private val redis: ReactiveStringRedisTemplate,
     @Qualifier(TaskExecutionAutoConfiguration.APPLICATION_TASK_EXECUTOR_BEAN_NAME) executor: AsyncTaskExecutor,
+    private val downstream: WebClient,
+    private val json: JsonMapper,
+    private val cache: CacheProperties,
 ) {
     private val virtualThreads = executor.asCoroutineDispatcher()
 
@@ -51,6 +58,9 @@ class CoroutineVirtualController(
             exchange.reportThread()
             block()
         }
+
+    /** The coroutine on virtual threads, reporting X-Thread itself (the thread that combined, or had Redis's answer). */
+    private suspend fun <T> virtual(block: suspend () -> T): T = withContext(virtualThreads) { block() }
 
     @GetMapping("/plaintext", produces = [MediaType.TEXT_PLAIN_VALUE])
     suspend fun plaintext(exchange: ServerWebExchange): String {
@@ -95,4 +105,31 @@ class CoroutineVirtualController(
     @PostMapping("/db")
     suspend fun create(@RequestBody item: NewItem, exchange: ServerWebExchange): ResponseEntity<Created> =
         created(onVirtualThread(exchange) { items.insert(item) })
+
+    /**
+     * The suspend handlers' fan-out (coroutineScope, an `async` per call, awaitBody) in the coroutine on
+     * virtual threads: each `async` is dispatched to a virtual thread of its own, and awaitAll resumes on
+     * a new one, which combines the bodies (X-Thread).
+     */
+    @GetMapping("/fan-out")
+    suspend fun fanOut(@RequestParam(required = false) calls: String?, exchange: ServerWebExchange): List<Call> {
+        val n = fanOutCalls(calls)
+        return virtual { downstream.fanOutAwait(n).also { exchange.reportThread() } }
+    }
+
+    /** Lettuce's GET and SET awaited, JDBC called, on the coroutine's virtual threads; X-Thread: the one resumed with Redis's answer. */
+    @GetMapping("/cache-aside")
+    suspend fun cacheAside(@RequestParam(required = false) id: String?, exchange: ServerWebExchange): ResponseEntity<ByteArray> {
+        val itemId = itemId(id)
+        val key = Contract.cacheKey(itemId)
+        return virtual {
+            val cached = redis.opsForValue().getAndAwait(key)
+            exchange.reportThread()
+            if (cached != null) return@virtual jsonText(cached)
+            val item = items.find(itemId) ?: return@virtual notFoundText()
+            val text = json.writeValueAsString(item)
+            redis.opsForValue().setAndAwait(key, text, cache.ttl)
+            jsonText(text)
+        }
+    }
 }

@@ -19,7 +19,11 @@ import org.springframework.web.bind.annotation.RequestBody
 import org.springframework.web.bind.annotation.RequestParam
 import org.springframework.web.bind.annotation.RestController
 import org.springframework.web.server.ServerWebExchange
+import org.springframework.web.reactive.function.client.WebClient
+import org.springframework.web.reactive.function.client.bodyToMono
+import reactor.core.publisher.Flux
 import reactor.core.publisher.Mono
+import tools.jackson.databind.json.JsonMapper
 import java.time.Duration
 
 /**
@@ -32,6 +36,9 @@ class ReactiveController(
     private val redis: ReactiveStringRedisTemplate,
     private val items: ReactiveItems,
     placement: ReactivePlacement,
+    private val downstream: WebClient,
+    private val json: JsonMapper,
+    private val cache: CacheProperties,
 ) {
     private val cpuScheduler = placement.cpu.scheduler()
 
@@ -84,4 +91,47 @@ class ReactiveController(
     @PostMapping("/db")
     fun create(@RequestBody item: NewItem, exchange: ServerWebExchange): Mono<ResponseEntity<Created>> =
         items.insert(item, exchange::reportThread).map(::created)
+
+    /**
+     * Every call subscribed at once by mergeSequential, which emits their bodies in the order of `i`;
+     * each bounded by Mono.timeout from its subscription (the pool wait included), and the first failure
+     * cancels the others (Reactor Netty closes their connections). X-Thread: where collectList completes,
+     * the event loop that delivered the last body.
+     */
+    @GetMapping("/fan-out")
+    fun fanOut(@RequestParam(required = false) calls: String?, exchange: ServerWebExchange): Mono<List<Call>> {
+        val n = fanOutCalls(calls)
+        val each = (1..n).map { i ->
+            downstream.downstreamCall(i).bodyToMono<Call>()
+                .switchIfEmpty(Mono.error<Call> { EmptyBody() })
+                .timeout(DOWNSTREAM_TIMEOUT)
+        }
+        return Flux.mergeSequential(each)
+            .collectList()
+            .doOnNext { exchange.reportThread() }
+            .onErrorMap(::downstreamFailure)
+    }
+
+    /**
+     * GET from Redis; a hit answers the cached text, a miss reads the row (where [ReactiveItems] runs it:
+     * R2DBC, or JDBC on the thread that had Redis's answer or on boundedElastic) and SETs it with EX before
+     * answering. X-Thread: the thread that had Redis's answer (Lettuce's event loop), the hit's map or the
+     * miss's switchIfEmpty.
+     */
+    @GetMapping("/cache-aside")
+    fun cacheAside(@RequestParam(required = false) id: String?, exchange: ServerWebExchange): Mono<ResponseEntity<ByteArray>> {
+        val itemId = itemId(id)
+        val key = Contract.cacheKey(itemId)
+        return redis.opsForValue().get(key)
+            .map { cached -> exchange.reportThread(); jsonText(cached) }
+            .switchIfEmpty(Mono.defer {
+                exchange.reportThread()
+                items.find(itemId) {}
+                    .flatMap { item ->
+                        val text = json.writeValueAsString(item)
+                        redis.opsForValue().set(key, text, cache.ttl).thenReturn(jsonText(text))
+                    }
+                    .defaultIfEmpty(notFoundText())
+            })
+    }
 }

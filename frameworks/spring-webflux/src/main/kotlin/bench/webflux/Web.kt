@@ -4,6 +4,7 @@ import bench.shared.Created
 import bench.shared.Item
 import bench.shared.Contract
 import org.springframework.http.HttpStatus
+import org.springframework.http.MediaType
 import org.springframework.http.ResponseEntity
 import org.springframework.web.server.ResponseStatusException
 import org.springframework.web.server.ServerWebExchange
@@ -28,6 +29,19 @@ fun primesN(raw: String?): Int =
 
 fun itemId(raw: String?): Int =
     Contract.itemId(raw) ?: throw ResponseStatusException(HttpStatus.BAD_REQUEST, "id")
+
+fun fanOutCalls(raw: String?): Int =
+    Contract.fanOutCalls(raw) ?: throw ResponseStatusException(HttpStatus.BAD_REQUEST, "calls")
+
+/**
+ * cache-aside's answer: the row's JSON text as it is, cached or just serialised. As bytes, which WebFlux
+ * writes unchanged: a String with a JSON content type would go to the Jackson encoder, ahead of the
+ * catch-all text encoder, and come out quoted as a JSON string.
+ */
+fun jsonText(json: String): ResponseEntity<ByteArray> =
+    ResponseEntity.ok().contentType(MediaType.APPLICATION_JSON).body(json.toByteArray(Charsets.UTF_8))
+
+fun notFoundText(): ResponseEntity<ByteArray> = ResponseEntity.notFound().build()
 
 fun found(item: Item?): ResponseEntity<Item> = item?.let { ResponseEntity.ok(it) } ?: ResponseEntity.notFound().build()
 
