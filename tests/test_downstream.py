@@ -1,6 +1,7 @@
 """The downstream service (infra/downstream.py): nginx with its echo module, as fan-out's calls meet it."""
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 import tempfile
@@ -11,10 +12,12 @@ from pathlib import Path
 import pytest
 
 from orchestrator.config.scenarios import SCENARIOS
+from orchestrator.drivers.base import LoadResult
 from orchestrator.infra import downstream
 from orchestrator.infra.httpclient import request
 from orchestrator.infra.procs import stop_pid
 from orchestrator.measure.evidence import Evidence, off_contract
+from orchestrator.targets import smoke
 
 
 def test_echo_sleep_reads_milliseconds_as_seconds():
@@ -84,3 +87,23 @@ def test_calls_answer_after_the_delay_and_are_counted():
     finally:
         stop_pid(pid, grace=2)
         shutil.rmtree(folder)
+
+
+def _burst_csv(folder: Path, name: str, codes: list[str]) -> None:
+    header = "metric_name,timestamp,metric_value,status\n"
+    rows = "".join(f"http_reqs,1,1,{c}\nhttp_req_duration,1,20,{c}\n" for c in codes)
+    with gzip.open(folder / f"k6-{name}-c{len(codes)}.requests.csv.gz", "wt") as f:
+        f.write(header + rows)
+
+
+def test_the_smoke_takes_fan_out_s_502_and_504_as_answers_and_nothing_else(tmp_path):
+    """A burst into a fresh JVM can queue calls past the contract's 5 s: the target answered 504 by the
+    contract and survived. A 500, or a 504 from a scenario that calls no downstream, is a failure."""
+    fan_out = SCENARIOS["fan-out"]
+    _burst_csv(tmp_path, "fan-out", ["200", "200", "504", "502"])
+    r = LoadResult(requests=4, duration_s=1.0, errors_status=2)
+    assert smoke._downstream_answers_only(fan_out, r, tmp_path, 4) == "1 answered 502, 1 answered 504"
+    assert "the contract's answer" in (tmp_path / "fan-out-downstream-answers.txt").read_text()
+    _burst_csv(tmp_path, "fan-out", ["200", "200", "504", "500"])
+    assert smoke._downstream_answers_only(fan_out, r, tmp_path, 4) == ""
+    assert smoke._downstream_answers_only(SCENARIOS["json"], r, tmp_path, 4) == ""

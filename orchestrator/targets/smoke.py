@@ -20,6 +20,9 @@ within one second a slow scenario could answer nothing and still pass.
 """
 from __future__ import annotations
 
+import collections
+import csv
+import gzip
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -43,6 +46,33 @@ DRAIN_S = 120.0
 GENERATOR = "k6"
 # A target started beside the load listens here above --port (--port + 1 is a gateway's backend's).
 BESIDE_PORT_OFFSET = 2
+
+
+# What a downstream scenario answers when its calls did not finish in the contract's 5 s (CONTRACT.md):
+# under a burst into a fresh JVM on one CPU, calls can queue past it. The target survived and answered.
+DOWNSTREAM_ANSWERS = {"502", "504"}
+
+
+def statuses(per_request: Path) -> collections.Counter:
+    """The status of each request of a k6 burst, from its per-request CSV (one http_reqs row each)."""
+    with gzip.open(per_request, "rt", newline="") as f:
+        return collections.Counter(row["status"] for row in csv.DictReader(f) if row["metric_name"] == "http_reqs")
+
+
+def _downstream_answers_only(scenario, r: LoadResult, spec_dir: Path, connections: int) -> str:
+    """For a scenario that calls the downstream: '' unless every failure was a contract answer (502/504),
+    then those answers in words, kept beside the burst's files; else ''."""
+    if not scenario.backend_work.get("downstream_calls") or r.errors or not r.errors_status:
+        return ""
+    path = spec_dir / f"{GENERATOR}-{scenario.name}-c{connections}.requests.csv.gz"
+    seen = statuses(path) if path.exists() else collections.Counter()
+    failed = {code: n for code, n in seen.items() if not code.startswith("2")}
+    if not failed or set(failed) - DOWNSTREAM_ANSWERS or sum(failed.values()) != r.errors_status:
+        return ""
+    said = ", ".join(f"{n} answered {code}" for code, n in sorted(failed.items()))
+    (spec_dir / f"{scenario.name}-downstream-answers.txt").write_text(
+        f"{said} of {r.requests}: the contract's answer when a downstream call takes more than 5 s\n")
+    return said
 
 
 def _failures(r: LoadResult, asked: int) -> str:
@@ -76,7 +106,7 @@ def survives(target: Target, started, settings, connections: int, logs: Path, po
             return server_failure(f"{burst}: target exited with {code}",
                                   started.server.log_path)
         failed = _failures(r, connections)
-        if failed:
+        if failed and not _downstream_answers_only(scenario, r, spec.out_dir, connections):
             return server_failure(f"{burst}: {failed} of {connections} requests failed",
                                   started.server.log_path)
         if not answered:
