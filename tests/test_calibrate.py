@@ -47,6 +47,13 @@ def test_calibrate_stores_ceilings_and_leaves_nothing_running(results_dir):
     assert (e["server_cpus"], e["loadgen_cpus"]) == ("1", "0")
     assert e["generator_cpu_pct"] > 0 and e["server_cpu_pct"] > 0
     assert "open_ceiling_rps" not in e   # wrk runs no arrival rates
+    # the downstream service, on the generator's CPU with wrk on the server's: its calls a second with no
+    # delay and with the default one, none of them early
+    d = record["downstream"]
+    assert "downstream: 0 ms delay at 256 connections" in " ".join(r.stdout.split())
+    assert [(lv["delay_ms"], lv["connections"]) for lv in d["levels"]] == [(0, 256), (20, 1024)]
+    assert d["ceiling_rps"] > 0 and all(lv["errors"] == 0 for lv in d["levels"])
+    assert d["levels"][1]["p50_ms"] >= 20 and d["downstream_cpus"] == "0"
 
     found = ceilings.ceilings(results_dir=results_dir)
     assert set(found) == {"wrk"}
