@@ -107,3 +107,5 @@ def test_the_smoke_takes_fan_out_s_502_and_504_as_answers_and_nothing_else(tmp_p
     _burst_csv(tmp_path, "fan-out", ["200", "200", "504", "500"])
     assert smoke._downstream_answers_only(fan_out, r, tmp_path, 4) == ""
     assert smoke._downstream_answers_only(SCENARIOS["json"], r, tmp_path, 4) == ""
+    _burst_csv(tmp_path, "fan-out", ["200", "504", "502"])   # one of four never sent: a failure whatever came back
+    assert smoke._downstream_answers_only(fan_out, LoadResult(requests=3, duration_s=1.0, errors_status=2), tmp_path, 4) == ""

@@ -62,7 +62,7 @@ def statuses(per_request: Path) -> collections.Counter:
 def _downstream_answers_only(scenario, r: LoadResult, spec_dir: Path, connections: int) -> str:
     """For a scenario that calls the downstream: '' unless every failure was a contract answer (502/504),
     then those answers in words, kept beside the burst's files; else ''."""
-    if not scenario.backend_work.get("downstream_calls") or r.errors or not r.errors_status:
+    if not scenario.backend_work.get("downstream_calls") or r.errors or not r.errors_status or r.requests < connections:
         return ""
     path = spec_dir / f"{GENERATOR}-{scenario.name}-c{connections}.requests.csv.gz"
     seen = statuses(path) if path.exists() else collections.Counter()
