@@ -63,6 +63,16 @@ public class BlockingBackends {
         return text;
     }
 
+    /** cache-aside on the calling thread: the cached text, else the row read and cached; empty: no such row. */
+    Optional<String> cacheAside(int id) throws SQLException, JsonProcessingException {
+        String hit = cached(id);
+        if (hit != null) {
+            return Optional.of(hit);
+        }
+        Optional<Item> row = item(id);
+        return row.isEmpty() ? Optional.empty() : Optional.of(cache(row.get()));
+    }
+
     long insert(NewItem item) throws SQLException {
         return items.insert(item.name(), item.price());
     }

@@ -125,15 +125,7 @@ public class VirtualResource {
     @Produces(MediaType.APPLICATION_JSON)
     public RestResponse<String> cacheAside(@RestQuery String id, @RestHeader(Replies.REPORT_THREAD) String reportThread)
             throws SQLException, JsonProcessingException {
-        int key = Params.itemId(id);
-        String hit = backends.cached(key);
-        if (hit != null) {
-            return Replies.ok(hit, reportThread);
-        }
-        Optional<Item> row = backends.item(key);
-        if (row.isEmpty()) {
-            return Replies.notFound(reportThread);
-        }
-        return Replies.ok(backends.cache(row.get()), reportThread);
+        Optional<String> item = backends.cacheAside(Params.itemId(id));
+        return item.isPresent() ? Replies.ok(item.get(), reportThread) : Replies.notFound(reportThread);
     }
 }
