@@ -25,7 +25,7 @@ from orchestrator.config.scenarios import REDIS_SEED, SEED_ROWS
 from orchestrator.errors import BenchError, UsageError
 from orchestrator.infra import downstream, lockdown
 from orchestrator.infra.docker_engine import USER_ID, client, owner_labels, run_container
-from orchestrator.infra.procs import Owner, ensure_port_free, listening_beyond, log_tail, require_tool, spawn, stop_pid
+from orchestrator.infra.procs import Owner, as_user, ensure_port_free, listening_beyond, log_tail, require_tool, spawn, stop_pid
 from orchestrator.infra.tools import build_of, compiled
 
 APT_LINE = "apt-get install -y redis-server mariadb-server"
@@ -129,11 +129,7 @@ class _Processes:
         would let it outlive a killed bench. As root on a machine without `mysql`, mariadbd wants --user=root."""
         if self.db_user == "root":
             return [*argv, "--user=root"]
-        if not self.db_user:
-            return argv
-        death = [] if self.outlive else ["--pdeathsig=SIGKILL"]
-        return [require_tool("setpriv", "apt-get install util-linux"), f"--reuid={self.db_user}",
-                f"--regid={self.db_user}", "--init-groups", *death, "--", *argv]
+        return as_user(argv, self.db_user, self.db_user, self.outlive) if self.db_user else argv
 
     def run_once(self, name: str, argv: list[str], log: Path) -> int:
         with open(log, "ab") as out:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from orchestrator.errors import BenchError
 from orchestrator.infra import httpclient
-from orchestrator.infra.procs import log_tail, require_tool, spawn
+from orchestrator.infra.procs import as_user, log_tail, require_tool, spawn
 
 INSTALL = "apt-get install -y nginx libnginx-mod-http-echo"
 ECHO_MODULE = Path("/usr/lib/nginx/modules/ngx_http_echo_module.so")
@@ -96,14 +96,6 @@ def _account() -> tuple[int, int] | None:
     return entry.pw_uid, entry.pw_gid
 
 
-def _as_account(argv: list[str], account: tuple[int, int] | None, outlive: bool) -> list[str]:
-    if account is None:
-        return argv
-    death = [] if outlive else ["--pdeathsig=SIGKILL"]
-    return [require_tool("setpriv", "apt-get install util-linux"), f"--reuid={account[0]}", f"--regid={account[1]}",
-            "--clear-groups", *death, "--", *argv]
-
-
 def start(data_dir: Path, port: int, binds: list[str], delay_ms: int, cpus: str | None, netns: str | None,
           outlive: bool, status_host: str) -> int:
     """Start the downstream in data_dir/downstream and wait until it answers; returns its pid. As
@@ -119,7 +111,8 @@ def start(data_dir: Path, port: int, binds: list[str], delay_ms: int, cpus: str 
         if data_dir.stat().st_uid != account[0]:
             data_dir.chmod(0o711)   # traversable to reach its own folder, not listable
     log = data_dir / "downstream.log"
-    proc = spawn(_as_account([exe, "-p", str(work), "-c", str(conf), "-e", str(work / "error.log")], account, outlive),
+    argv = [exe, "-p", str(work), "-c", str(conf), "-e", str(work / "error.log")]
+    proc = spawn(argv if account is None else as_user(argv, *account, outlive),
                  log_path=log, cpus=cpus, outlive_parent=outlive, netns=netns)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:

@@ -102,6 +102,15 @@ def in_netns(argv: list[str], netns: str | None) -> list[str]:
     return [require_tool("nsenter", "apt-get install util-linux"), f"--net=/run/netns/{netns}", *argv]
 
 
+def as_user(argv: list[str], user: str | int, group: str | int, outlive: bool) -> list[str]:
+    """argv run as another user (a name or an id) from root, by setpriv, which sets the parent-death
+    signal again after the change of user: the kernel clears it then, so a server dropping root itself
+    would outlive a killed bench."""
+    death = [] if outlive else ["--pdeathsig=SIGKILL"]
+    return [require_tool("setpriv", "apt-get install util-linux"), f"--reuid={user}", f"--regid={group}",
+            "--init-groups" if isinstance(user, str) else "--clear-groups", *death, "--", *argv]
+
+
 def spawn(argv: list[str], *, log_path: Path | None = None, cwd: Path | None = None,
           env: dict[str, str] | None = None, cpus: str | None = None,
           outlive_parent: bool = False, netns: str | None = None) -> subprocess.Popen:
