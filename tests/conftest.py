@@ -1,15 +1,25 @@
 """Shared test helpers. Everything is real: JVMs, Redis, MariaDB, wrk."""
 from __future__ import annotations
 
+import contextlib
+import gc
 import glob
+import io
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import time
+import traceback
+import warnings
 from pathlib import Path
 
 import psutil
 import pytest
+
+from orchestrator.cli import app
+from orchestrator.config import catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "frameworks"
@@ -107,3 +117,59 @@ def vertx_run(tmp_path_factory) -> Path:
               frameworks=None, env=bench_env(None, REDIS_POOL_SIZE=str(VERTX_LOAD["redis_pool"])))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     return next(results_dir.iterdir())
+
+
+@pytest.fixture(scope="module")
+def warm_command_line(tmp_path_factory):
+    """One command in this process before the forks: what the command line imports and builds on its first
+    parse (Typer's adapters, about a second) is then done once, not in every child."""
+    argv, showwarning, sigint = sys.argv, warnings.showwarning, signal.getsignal(signal.SIGINT)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()) as said, pytest.raises(SystemExit):
+            sys.argv = ["bench", "results", "none", "--results-dir", str(tmp_path_factory.mktemp("none"))]
+            app.main()
+        assert "no run 'none'" in said.getvalue()
+    finally:   # what main sets for a command, given back to pytest
+        sys.argv, warnings.showwarning = argv, showwarning
+        signal.signal(signal.SIGINT, sigint)
+    gc.freeze()   # the children then leave this process's objects untouched (no copy of their pages)
+
+
+def bench_in_fork(*args: str, frameworks: Path = FIXTURES, env: dict[str, str] | None = None,
+                  hang_s: float = 60) -> subprocess.CompletedProcess:
+    """`bench ARGS` with its catalog at frameworks (and env set over this process's), in a child forked
+    from the test process (which warm_command_line warmed); killed (and the test failed) past hang_s.
+    For commands that refuse or read, and start nothing: milliseconds each, where a fresh interpreter
+    takes about a second of imports."""
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.dup2(out.fileno(), 1)
+            os.dup2(err.fileno(), 2)
+            sys.stdout, sys.stderr = open(1, "w", closefd=False), open(2, "w", closefd=False)
+            catalog.FRAMEWORKS_DIR = frameworks   # what BENCH_FRAMEWORKS_DIR sets when bench starts
+            os.environ.update(env or {})
+            sys.argv = ["bench", *args]
+            app.main()
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else int(e.code is not None)
+        except BaseException:  # noqa: BLE001  (printed, as an uncaught exception would be, and the child exits 1)
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    deadline = time.monotonic() + hang_s
+    while not (done := os.waitpid(pid, os.WNOHANG))[0]:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail(f"bench {' '.join(args)} did not end within {hang_s} s")
+        time.sleep(0.01)
+    out.seek(0)
+    err.seek(0)
+    return subprocess.CompletedProcess(["bench", *args], os.waitstatus_to_exitcode(done[1]),
+                                       out.read().decode(errors="replace"), err.read().decode(errors="replace"))

@@ -7,28 +7,18 @@ bench and pandas already, so that a command costs milliseconds rather than the s
 interpreter spends (tests/test_pipeline.py starts `python -m orchestrator.cli` itself)."""
 from __future__ import annotations
 
-import contextlib
-import gc
-import io
 import os
-import signal
 import subprocess
-import sys
-import tempfile
 import threading
-import time
-import traceback
-import warnings
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pandas  # noqa: F401  (imported before the forks, which then share it)
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, bench_in_fork
 from test_manifest import VALID, write
 
-from orchestrator.cli import app
-from orchestrator.config import catalog, profiles, scenarios
+from orchestrator.config import profiles, scenarios
 from orchestrator.config.catalog import CONTRACT_ENV, Target, discover, load_manifest, select
 from orchestrator.errors import BadFile
 from orchestrator.infra.backends import Infra
@@ -64,55 +54,12 @@ SAID = {"not UTF-8": "not UTF-8 text", "a folder": "a folder, not a file", "a FI
 
 
 @pytest.fixture(scope="module", autouse=True)
-def warm_command_line(tmp_path_factory):
-    """One command in this process before the forks: what the command line imports and builds on its first
-    parse (Typer's adapters, about a second) is then done once, not in every child."""
-    argv, showwarning, sigint = sys.argv, warnings.showwarning, signal.getsignal(signal.SIGINT)
-    try:
-        with contextlib.redirect_stderr(io.StringIO()) as said, pytest.raises(SystemExit):
-            sys.argv = ["bench", "results", "none", "--results-dir", str(tmp_path_factory.mktemp("none"))]
-            app.main()
-        assert "no run 'none'" in said.getvalue()
-    finally:   # what main sets for a command, given back to pytest
-        sys.argv, warnings.showwarning = argv, showwarning
-        signal.signal(signal.SIGINT, sigint)
-    gc.freeze()   # the children then leave this process's objects untouched (no copy of their pages)
+def _warm(warm_command_line):
+    """Every command of this file runs in a fork of a process that ran one already."""
 
 
 def bench(*args: str, frameworks: Path = FIXTURES) -> subprocess.CompletedProcess:
-    """`bench ARGS` with its catalog at frameworks, in a forked child; killed (and the test failed) if it runs
-    past HANG_S."""
-    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.dup2(out.fileno(), 1)
-            os.dup2(err.fileno(), 2)
-            sys.stdout, sys.stderr = open(1, "w", closefd=False), open(2, "w", closefd=False)
-            catalog.FRAMEWORKS_DIR = frameworks   # what BENCH_FRAMEWORKS_DIR sets when bench starts
-            sys.argv = ["bench", *args]
-            app.main()
-            code = 0
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else int(e.code is not None)
-        except BaseException:  # noqa: BLE001  (printed, as an uncaught exception would be, and the child exits 1)
-            traceback.print_exc()
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
-    deadline = time.monotonic() + HANG_S
-    while not (done := os.waitpid(pid, os.WNOHANG))[0]:
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            pytest.fail(f"bench {' '.join(args)} did not end within {HANG_S} s")
-        time.sleep(0.01)
-    out.seek(0)
-    err.seek(0)
-    return subprocess.CompletedProcess(["bench", *args], os.waitstatus_to_exitcode(done[1]),
-                                       out.read().decode(errors="replace"), err.read().decode(errors="replace"))
+    return bench_in_fork(*args, frameworks=frameworks, hang_s=HANG_S)
 
 
 def one_line(r, *names: str) -> str:

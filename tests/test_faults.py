@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import time
 
 import pandas as pd
 import psutil
@@ -90,6 +91,25 @@ def test_infrastructure_killed_mid_cell(results_dir, server, target, scenarios, 
     assert first["status"] == "failed" and died in first["reason"], (first["reason"], out)
     assert second["status"] == "ok" and second["requests"] > 0 and second["errors_status"] == 0, out
     assert "restarting the infrastructure" in out
+
+
+def test_a_downstream_that_stops_answering_is_named_and_the_target_answers_once_it_is_back(results_dir):
+    """nginx frozen for 6 s in a fan-out cell: the target's calls time out after the contract's 5 s and
+    it answers 504, the cell names the downstream, and the next cell, on the same JVM, is clean."""
+    def interfere(run):
+        (nginx,) = owned(run.pid, "nginx")   # one process (master_process off)
+        nginx.suspend()
+        time.sleep(6)
+        nginx.resume()
+    out = run_and_interfere(results_dir, ["-f", "fixture:ok", "-s", "fan-out", "--warmup", "0s", "-d", "8s",
+                                          "-c", "4,8"], interfere)
+    df = rows(results_dir)
+    frozen, after = df.iloc[0], df.iloc[1]
+    assert frozen["status"] == "ok" and frozen["errors_status"] > 0, out
+    assert {"non-2xx", "downstream-unanswered"} <= set(frozen["check_flags"].split(",")), frozen["check_flags"]
+    assert frozen["downstream_polls_unanswered"] > 0
+    assert after["status"] == "ok" and after["errors_status"] == 0 and after["requests"] > 0, out
+    assert "downstream-unanswered" not in after["check_flags"]
 
 
 def test_orchestrator_sigkilled_then_resumed(results_dir):

@@ -10,7 +10,7 @@ import time
 import pandas as pd
 import psutil
 import pytest
-from conftest import FIXTURES, PORTS, ROOT, bench, owned_by
+from conftest import FIXTURES, PORTS, ROOT, bench, bench_in_fork, owned_by
 
 from orchestrator.results import store as results
 
@@ -164,23 +164,15 @@ BAD_INPUT = [
 ]
 
 
-def test_bad_input_is_one_line_and_exit_2(results_dir):
-    from concurrent.futures import ThreadPoolExecutor
-
-    from conftest import bench_env
-
-    def refused(case):
-        args, extra, message = case
+def test_bad_input_is_one_line_and_exit_2(results_dir, warm_command_line):
+    for args, extra, message in BAD_INPUT:
         if "--results-dir" not in args and args[0] in ("run", "results"):
             args = [*args, "--results-dir", str(results_dir)]
         if args[0] in ("run", "verify"):
             args = [args[0], *PORTS[:2], *args[1:]]  # the case's own --port, if any, comes later and wins
-        return args, message, bench(*args, env=bench_env(**extra))
-
-    # each case is a CLI process that refuses before it starts anything: two at a time, one per core
-    with ThreadPoolExecutor(2) as pool:
-        outcomes = list(pool.map(refused, BAD_INPUT))
-    for args, message, r in outcomes:
+        # each case refuses before it starts anything: in a fork of this process (milliseconds, not a
+        # second of imports)
+        r = bench_in_fork(*args, env=extra)
         assert r.returncode == 2, (args, r.stdout, r.stderr)
         assert message in " ".join(r.stderr.split()), (args, r.stderr)
         assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)

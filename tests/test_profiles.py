@@ -45,7 +45,7 @@ def test_every_shipped_preset_resolves_against_the_repo():
     assert set(presets.names()) == {
         "gateway-vt-vs-webflux", "spring-concurrency-models", "redis-frameworks", "capacity-at-slo",
         "mvc-vs-reactive-ramp", "cpu-and-io-bursts", "far-database", "cpu-yield", "cold-start-and-spike:cold",
-        "cold-start-and-spike:overload"}
+        "cold-start-and-spike:overload", "service-calls:capacity", "service-calls:burst"}
     for name in presets.names():
         full, quick = presets.load(name, catalog), presets.load(name, catalog, quick=True)
         assert full.profile.kind == quick.profile.kind, name

@@ -12,11 +12,11 @@ import http.client
 import json
 import math
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from orchestrator.errors import UsageError
-from orchestrator.infra.downstream import StatusReader
+from orchestrator.infra.downstream import DEFAULT_MS, StatusReader
 from orchestrator.infra.httpclient import Response, request
 
 # Asks a target to name the thread that served the request (X-Thread), for the thread-model check.
@@ -25,12 +25,47 @@ THREAD_HEADERS = {"X-Report-Thread": "1"}
 ANSWER_TIMEOUT_S = 10.0
 
 HELLO = "Hello, World!"
-SEED_ROWS = 10_000
+SEED_ROWS = 50_000
 REDIS_SEED = {"bench:1": "value-1", "bench:2": "value-2", "bench:3": "value-3"}
 
 
 def seeded_row(item_id: int) -> dict[str, Any]:
     return {"id": item_id, "name": f"item-{item_id}", "price": item_id * 0.25}
+
+
+@dataclass(frozen=True)
+class IdCycle:
+    """The items a load of cache-aside asks for, so that a fixed share of its requests miss the cache.
+
+    Request k of a stream asks for item `hot` but every `every`-th, which asks for the next of `count`
+    cold items from `first`: the cycle comes back to a cold item only after every other one, so at up to
+    count x every / TTL requests a second (40,000/s at the default 10-s time to live) each of them is
+    gone from the cache by then, and misses. pacer's arrivals and k6's iterations (counted over all its
+    VUs) are one stream each; wrk's threads and Locust's users, which a closed loop keeps equally busy,
+    are a stream each, from offsets spread over the cycle (offset()), so that together they walk it as
+    one stream would. The generators compute path(k) in their own language (wrk's Lua, k6's JavaScript,
+    pacer's C; Locust calls this class); tests/test_cache_aside.py holds each to it."""
+    prefix: str     # the path up to the id
+    hot: int
+    every: int
+    first: int
+    count: int
+
+    @property
+    def length(self) -> int:
+        return self.every * self.count
+
+    @property
+    def miss_share(self) -> float:
+        return 1.0 / self.every
+
+    def path(self, k: int) -> str:
+        k %= self.length
+        return f"{self.prefix}{self.first + k // self.every if k % self.every == 0 else self.hot}"
+
+    def offset(self, stream: int, streams: int) -> int:
+        """Where stream `stream` (0-based) of `streams` starts in the cycle."""
+        return stream * self.length // max(1, streams)
 
 
 @dataclass(frozen=True)
@@ -54,7 +89,9 @@ class Scenario:
     endpoint: str = ""             # the manifest scenario whose endpoint this one loads ("": its own)
     # The backend work of one request (evidence.py counts it under load): redis_commands, db_selects,
     # db_inserts; anything not named is none.
-    backend_work: dict[str, int] = field(default_factory=dict)
+    backend_work: dict[str, float] = field(default_factory=dict)
+    # The ids the load walks, request by request (cache-aside's misses); None: every request is `path`
+    ids: IdCycle | None = None
     # Requests to the endpoint whose parameter the contract answers with 400 (its parameter rule), each with
     # what is wrong with it, e.g. ("/sleep?ms=60001", "ms over 60000").
     rejects: tuple[tuple[str, str], ...] = ()
@@ -72,6 +109,10 @@ class Scenario:
         """What the contract makes the endpoint wait (a sleep scenario's sleep): every latency
         objective is set over it."""
         return float(self.expected.get("sleptMs", 0)) if isinstance(self.expected, dict) else 0.0
+
+    def for_run(self, downstream_ms: float) -> "Scenario":
+        """The scenario as a run with this downstream delay loads it (fan-out waits for it)."""
+        return self
 
     @property
     def is_json(self) -> bool:
@@ -130,6 +171,16 @@ class DbWrite(Scenario):
 
 @dataclass(frozen=True)
 class FanOut(Scenario):
+    delay_ms: float = DEFAULT_MS   # the downstream's delay, which its calls wait for all at once
+
+    @property
+    def wait_ms(self) -> float:
+        """Its calls are in flight together: it waits for one downstream delay."""
+        return float(self.delay_ms)
+
+    def for_run(self, downstream_ms: float) -> "Scenario":
+        return replace(self, delay_ms=downstream_ms)
+
     def check(self, port: int, host: str = "127.0.0.1", backends: Backends | None = None) -> tuple[list[str], Response]:
         """Also: the downstream sees the calls overlap. Its calls in progress are polled while the
         target answers OVERLAP_TRIES requests; sequential calls never show more than one at a time."""
@@ -211,7 +262,10 @@ class CacheAside(Scenario):
             redis.close()
 
 
-CACHE_CHECK_ID = 4242   # a seeded row no scenario's load reads
+CACHE_CHECK_ID = 4242   # a seeded row no scenario's load reads (the cycle's hot item is 42, its cold ones 10,001 on)
+# One request in ten misses the cache: a service's hit ratio of 90 %, within the 80-99 % that caches in front
+# of a database are sized for. The cold items are the seed's rows above 10,000, which no other load reads.
+CACHE_IDS = IdCycle("/cache-aside?id=", hot=42, every=10, first=10_001, count=SEED_ROWS - 10_000)
 
 
 def _json_equal(text: bytes, expected: Any) -> bool:
@@ -288,11 +342,13 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
                       "database statement."),
     CacheAside("cache-aside", "GET", "/cache-aside?id=42", 200, "application/json", seeded_row(42),
                rejects=(("/cache-aside", "a missing id"), *_rejects("/cache-aside", "id", 2_147_483_647)),
-               # Under load every request asks for the same item, so all but the first are hits: one GET.
-               backend_work={"redis_commands": 1},
+               # Under load one request in ten misses (CACHE_IDS): a GET each, a SELECT and a SET a miss.
+               backend_work={"redis_commands": 1 + CACHE_IDS.miss_share, "db_selects": CACHE_IDS.miss_share},
+               ids=CACHE_IDS,
                contract="one Redis GET of the item; on a miss, one SELECT of its row and one SET with the cache's "
-                        "time to live; answered as db-read answers the row. The load asks for one item, so every "
-                        "request but the first is a hit."),
+                        "time to live; answered as db-read answers the row. The load asks for item 42 but one "
+                        "request in ten, which asks for an item it has not asked for within the time to live "
+                        "(a miss); the cache is emptied before each load."),
     Scenario("proxy", "GET", "/proxy/sleep?ms=100", 200, "application/json", {"sleptMs": 100},
              contract="forwards /sleep?ms=100 to the backend target and returns its response; the gateway sends "
                       "no Redis command, no database statement."),

@@ -200,6 +200,13 @@ class DriverFailed(Exception):
     pass
 
 
+def one_path_only(spec: LoadSpec, generator: str) -> None:
+    """For a generator that sends one path: DriverFailed when the scenario walks ids (cache-aside)."""
+    if spec.scenario.ids:
+        raise DriverFailed(f"{generator} sends the same path every time, and {spec.scenario.name} asks for a "
+                           f"different item per request (its misses): load it with wrk, k6, pacer or Locust")
+
+
 def latency_fields(values_ms, counts=None) -> dict[str, float]:
     """min, mean, stdev, max and the PERCENTILES (nearest rank) of latencies, as LoadResult fields.
 

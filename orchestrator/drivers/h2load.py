@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from orchestrator import lazy
-from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generator
+from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, one_path_only, run_generator
 from orchestrator.infra.procs import log_tail
 from orchestrator.targets.jvm import cpu_count
 
@@ -60,6 +60,7 @@ class H2loadDriver(Driver):
     name = "h2load"
 
     def run(self, spec: LoadSpec) -> LoadResult:
+        one_path_only(spec, "h2load")
         h2load = self.executable()
         if spec.requests < spec.concurrency:
             raise DriverFailed(f"{spec.requests} requests cannot keep {spec.concurrency} connections busy")

@@ -43,14 +43,17 @@ def script(spec: LoadSpec, out_json: str) -> str:
     that sends them all); the executor by whether a rate is given."""
     s = spec.scenario
     duration = f"{max(1, math.ceil(spec.duration_s))}s"
-    request = "http.request(METHOD, URL, BODY, PARAMS)"
+    # a scenario that walks ids asks url(k) for each request's; the others send URL every time
+    walks = spec.scenario.ids is not None
+    request = f"http.request(METHOD, {'url(exec.scenario.iterationInTest)' if walks else 'URL'}, BODY, PARAMS)"
     if spec.rate:
         executor = {"executor": "constant-arrival-rate", "rate": int(spec.rate), "timeUnit": "1s",
                     "duration": duration, "preAllocatedVUs": spec.concurrency, "maxVUs": spec.concurrency}
     elif one_batch(spec):
         executor = {"executor": "per-vu-iterations", "vus": 1, "iterations": 1,
                     "maxDuration": f"{burst_deadline_s(spec):.0f}s"}
-        request = f"http.batch(Array.from({{ length: {spec.requests} }}, () => [METHOD, URL, BODY, PARAMS]))"
+        request = (f"http.batch(Array.from({{ length: {spec.requests} }}, (_, k) => "
+                   f"[METHOD, {'url(k)' if walks else 'URL'}, BODY, PARAMS]))")
     elif spec.requests:
         executor = {"executor": "shared-iterations", "vus": spec.concurrency, "iterations": spec.requests,
                     "maxDuration": f"{burst_deadline_s(spec):.0f}s"}
@@ -64,13 +67,31 @@ def script(spec: LoadSpec, out_json: str) -> str:
     params = {"headers": s.headers, "timeout": f"{math.ceil(spec.timeout_s)}s"}
     body = json.dumps(s.body.decode()) if s.body is not None else "null"
     # json.dumps gives JavaScript literals for every value here; nothing is pasted in as code.
-    return (f"import http from 'k6/http';\n"
+    return (f"import http from 'k6/http';\nimport exec from 'k6/execution';\n"
             f"export const options = {json.dumps(options)};\n"
             f"const URL = {json.dumps(spec.url)}, METHOD = {json.dumps(s.method)}, BODY = {body};\n"
             f"const PARAMS = {json.dumps(params)};\n"
+            f"{url_function(spec)}"
             f"export function setup() {{ return {{ t0: Date.now() }}; }}\n"
             f"export default function () {{ {request}; }}\n"
             f"export function handleSummary(data) {{ return {{ {json.dumps(out_json)}: JSON.stringify(data) }}; }}\n")
+
+
+def url_function(spec: LoadSpec) -> str:
+    """url(k): the URL of the test's k-th request: the scenario's, or for one that walks ids
+    (config/scenarios.py's IdCycle) step k of the cycle. k counts the test's iterations over all VUs
+    (exec.scenario.iterationInTest), so the VUs walk the cycle as one stream, however unevenly an
+    arrival rate hands them iterations."""
+    ids = spec.scenario.ids
+    if not ids:
+        return ""
+    walk = {"base": f"http://{spec.host}:{spec.port}{ids.prefix}", "hot": ids.hot, "every": ids.every,
+            "first": ids.first, "length": ids.length}
+    return (f"const IDS = {json.dumps(walk)};\n"
+            "function url(k) {\n"
+            "  k %= IDS.length;\n"
+            "  return IDS.base + (k % IDS.every === 0 ? IDS.first + Math.floor(k / IDS.every) : IDS.hot);\n"
+            "}\n")
 
 
 def go_runtime_env() -> dict[str, str]:

@@ -11,6 +11,7 @@ that is busier than LOADGEN_SATURATED of it in a step flags that step loadgen-sa
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -179,6 +180,8 @@ class LocustDriver(Driver):
                "headers": s.headers, "body": s.body.decode() if s.body is not None else None,
                "timeout_s": spec.timeout_s, "start_users": ramp.start_users, "step_users": ramp.step_users,
                "step_s": ramp.step_s, "steps": ramp.steps, "out": str(out),
+               "ids": dataclasses.asdict(s.ids) if s.ids else None, "users": ramp.users(ramp.steps),
+               "workers": ramp.workers,
                # workers elsewhere run their own checkout's file: they stop if it is not this one
                "locustfile": hashlib.sha256(LOCUSTFILE.read_bytes()).hexdigest()}
         argvs = command_lines(locust, spec, json_out)

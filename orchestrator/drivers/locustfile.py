@@ -36,6 +36,8 @@ import gevent
 from locust import FastHttpUser, LoadTestShape, constant, events, task
 from locust.runners import WorkerRunner
 
+from orchestrator.config.scenarios import IdCycle
+
 CFG: dict = {}
 OTHER_LOCUSTFILE_EXIT = 3   # drivers/locust.py's
 
@@ -220,12 +222,22 @@ class BenchUser(FastHttpUser):
     def __init__(self, environment):
         super().__init__(environment)
         # a number no other user of the test has, on any worker: which users were answered, per second
-        self.uid = getattr(environment.runner, "worker_index", 0) * 1_000_000 + next(USER_NUMBERS)
+        number = next(USER_NUMBERS)
+        self.uid = getattr(environment.runner, "worker_index", 0) * 1_000_000 + number
+        # a scenario that walks ids: each user its own stream, from its offset in the cycle
+        self.ids, self.k = None, 0
+        if CFG.get("ids"):
+            self.ids = IdCycle(**CFG["ids"])
+            workers = max(1, CFG.get("workers", 1))
+            stream = number * workers + getattr(environment.runner, "worker_index", 0)
+            self.k = self.ids.offset(stream % CFG["users"], CFG["users"])
 
     def context(self):
         return {"uid": self.uid}
 
     @task
     def hit(self):
-        self.client.request(CFG["method"], CFG["path"], data=CFG["body_bytes"], headers=CFG["headers"],
-                            name=CFG["name"])
+        path = CFG["path"]
+        if self.ids:
+            path, self.k = self.ids.path(self.k), self.k + 1
+        self.client.request(CFG["method"], path, data=CFG["body_bytes"], headers=CFG["headers"], name=CFG["name"])

@@ -60,13 +60,20 @@ def build() -> str:
 
 
 def request_bytes(spec: LoadSpec) -> bytes:
-    """The request as pacer sends it, every time the same."""
+    """The request as pacer sends it: every time the same, but for the id of a scenario that walks
+    ids (pacer puts each arrival's in place of "{id}": --ids)."""
     s = spec.scenario
     headers = {"Host": f"{spec.host}:{spec.port}", **s.headers}
     if s.body is not None:
         headers["Content-Length"] = str(len(s.body))
-    head = f"{s.method} {s.path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+    path = s.ids.prefix + "{id}" if s.ids else s.path
+    head = f"{s.method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
     return head.encode() + (s.body or b"")
+
+
+def ids_args(spec: LoadSpec) -> list[str]:
+    ids = spec.scenario.ids
+    return ["--ids", f"{ids.hot}:{ids.every}:{ids.first}:{ids.count}"] if ids else []
 
 
 def read_records(path: Path):
@@ -146,7 +153,7 @@ class PacerDriver(Driver):
                 *[arg for rate, seconds in spec.then for arg in ("--then", f"{rate:g}:{seconds:g}")],
                 "--connections", str(spec.concurrency), "--timeout", f"{spec.timeout_s:g}",
                 "--preconnect", str(min(spec.concurrency, PRECONNECT)), "--tolerance-us", str(TOLERANCE_US),
-                "--records", str(records)]
+                "--records", str(records), *ids_args(spec)]
         # its summary is its stdout: the log holds it, and its complaints
         rc, wall_s, cpu_s = run_generator(argv, log, deadline_s=spec.total_s + spec.timeout_s + 30, cpus=spec.cpus)
         lines = log.read_text().splitlines() if log.exists() else []

@@ -76,6 +76,21 @@ end
 """
 
 
+# A scenario that walks ids (config/scenarios.py's IdCycle): each thread its own stream, from its own
+# offset in the cycle (setup() runs in the main state, once per thread, before the thread's init()).
+_IDS = r"""
+local streams = 0
+function setup(thread) thread:set("STREAM", streams); streams = streams + 1 end
+function init(args) K = math.floor(STREAM * LENGTH / THREADS) end
+function request()
+  local k = K % LENGTH
+  K = K + 1
+  local id = (k % EVERY == 0) and (FIRST + math.floor(k / EVERY)) or HOT
+  return wrk.format(nil, PREFIX .. string.format("%d", id))
+end
+"""
+
+
 def lua_string(value: str) -> str:
     """A Lua string literal for any text: printable ASCII as is, every other byte as \\ddd."""
     out = []
@@ -85,7 +100,7 @@ def lua_string(value: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def lua_script(spec: LoadSpec, out_json: Path) -> str:
+def lua_script(spec: LoadSpec, out_json: Path, threads: int = 1) -> str:
     s = spec.scenario
     lines = [f"OUT = {lua_string(str(out_json))}",
              "PCTS = {" + ", ".join(str(p) for p in PERCENTILES.values()) + "}",
@@ -95,7 +110,12 @@ def lua_script(spec: LoadSpec, out_json: Path) -> str:
         lines.append(f"wrk.body = {lua_string(s.body.decode())}")
     for k, v in s.headers.items():
         lines.append(f"wrk.headers[{lua_string(k)}] = {lua_string(v)}")
-    return "\n".join(lines) + "\n" + _DONE
+    if s.ids:
+        i = s.ids
+        lines.append(f"PREFIX, HOT, EVERY, FIRST, LENGTH = {lua_string(i.prefix)}, {i.hot}, {i.every}, {i.first}, "
+                     f"{i.length}")
+        lines.append(f"THREADS = {threads}")
+    return "\n".join(lines) + "\n" + (_IDS if s.ids else "") + _DONE
 
 
 def parse_summary(doc: dict, loadgen_cpu_s: float) -> LoadResult:
@@ -120,8 +140,8 @@ class WrkDriver(Driver):
     def run(self, spec: LoadSpec) -> LoadResult:
         wrk = self.executable()
         script, out_json, log = self.files(spec, "lua", "json", "log")
-        script.write_text(lua_script(spec, out_json))
         threads = max(1, min(cpu_count(spec.cpus), spec.concurrency))
+        script.write_text(lua_script(spec, out_json, threads))
         duration = max(1, math.ceil(spec.duration_s))
         argv = [wrk, f"-t{threads}", f"-c{spec.concurrency}", f"-d{duration}s",
                 f"--timeout={math.ceil(spec.timeout_s)}s", "-s", str(script), spec.url]

@@ -45,7 +45,7 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
     and length), not of the whole driver call around it."""
     s, p = plan.settings, plan.profile
     out_dir = load_dir(environment, base["target"], base["repeat"])
-    spec = LoadSpec(port=s.port, scenario=SCENARIOS[scenario], cpus=s.loadgen_cpus,
+    spec = LoadSpec(port=s.port, scenario=SCENARIOS[scenario].for_run(s.downstream_ms), cpus=s.loadgen_cpus,
                     timeout_s=s.request_timeout_s, out_dir=out_dir / "warmup",
                     concurrency=p.warmup_connections(concurrency), duration_s=p.warmup_s,
                     rate=p.warmup_rate(rate), **environment.load_placement())
@@ -78,6 +78,8 @@ class WarmedUpCell:
     def drive(self, load: LoadSpec, name: str) -> tuple[LoadResult, Sampler]:
         """Drive one load while sampling (and recording, when on), then make sure the target survived it."""
         s, server = self.settings, self.started.server
+        if self.infra and load.scenario.ids:
+            self.infra.empty_cache()
         probe = Probe(self.infra, server.pid, s.port) if self.infra else None
         with self.recorder.load(name), \
                 Sampler(server, s.loadgen_cpus, probe, self.environment.local_server_cpus) as sampler:

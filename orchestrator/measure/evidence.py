@@ -34,7 +34,15 @@ DB_GAUGES = ("Threads_connected", "Threads_running")
 REDIS_OWN = {"info", "auth", "hello", "client|setinfo", "client|setname", "select", "ping"}
 TCP_COUNTERS = {"tcp_listen_overflows": ("TcpExt", "ListenOverflows"), "tcp_listen_drops": ("TcpExt", "ListenDrops"),
                 "tcp_retransmits": ("Tcp", "RetransSegs")}
-COUNTERS = ("redis_commands", *DB_COUNTERS, "downstream_calls", "downstream_cpu_s", *TCP_COUNTERS)
+# Redis's own count of key lookups that found their key and that did not (INFO stats): cache-aside's hits
+# and misses (every key a command reads counts, so a redis cell's MGET counts three hits)
+CACHE_COUNTERS = {"cache_hits": "keyspace_hits", "cache_misses": "keyspace_misses"}
+COUNTERS = ("redis_commands", *DB_COUNTERS, "downstream_calls", "downstream_cpu_s", "downstream_unanswered",
+            *CACHE_COUNTERS, *TCP_COUNTERS)
+# A cell's share of cache misses may stray this far from the load's (IdCycle.miss_share), over the
+# window or in any whole second of it with at least MISS_SECOND_MIN lookups, before it is flagged.
+MISS_SHARE_TOLERANCE = 0.03
+MISS_SECOND_MIN = 100
 # The downstream service must never be what limits a cell: this much of one CPU and the cell says so.
 DOWNSTREAM_BUSY_PCT = 80.0
 PER_REQUEST = ("redis_commands", *DB_COUNTERS, "downstream_calls")   # stored per request; the TCP counters as totals
@@ -93,13 +101,15 @@ class Probe:
         self._redis = self._db = None
         self._downstream = (StatusReader(infra.placement.host, infra.downstream_port)
                             if getattr(infra, "downstream_port", 0) else None)
+        self._downstream_unanswered = 0   # polls of its status page that got no answer (within 1 s)
 
     def _redis_reading(self, counters: dict) -> int | None:
         if self._redis is None:
             self._redis = self.infra.redis_client(timeout=1)
-        info = self._redis.info("commandstats", "clients")
+        info = self._redis.info("commandstats", "clients", "stats")
         counters["redis_commands"] = float(sum(v["calls"] for k, v in info.items()
                                                if k.startswith("cmdstat_") and k[8:] not in REDIS_OWN))
+        counters.update({name: float(info[key]) for name, key in CACHE_COUNTERS.items()})
         return int(info["connected_clients"]) - 1   # not the probe's own connection
 
     def _db_reading(self, counters: dict) -> tuple[int, int]:
@@ -138,8 +148,9 @@ class Probe:
                 in_flight, open_connections = status.in_flight, status.connections
                 t = psutil.Process(self.infra.pids["downstream"]).cpu_times()
                 counters["downstream_cpu_s"] = t.user + t.system
-            except Exception:  # noqa: BLE001 - likewise for the downstream service
-                pass
+            except Exception:  # noqa: BLE001 - likewise for the downstream service, counted
+                self._downstream_unanswered += 1
+            counters["downstream_unanswered"] = float(self._downstream_unanswered)
         return Reading(counters, clients, connections, running, queue, in_flight, open_connections)
 
     def _close_db(self) -> None:
@@ -165,6 +176,11 @@ class Evidence:
     db_prepares: float | None = None
     downstream_calls: float | None = None
     downstream_cpu_s: float | None = None
+    downstream_unanswered: float | None = None
+    cache_hits: float | None = None
+    cache_misses: float | None = None
+    # the share of misses in each whole second of the window (with MISS_SECOND_MIN lookups or more)
+    cache_miss_seconds: list[float] | None = None
     tcp_listen_overflows: float | None = None
     tcp_listen_drops: float | None = None
     tcp_retransmits: float | None = None
@@ -183,6 +199,11 @@ class Evidence:
         out.update({k: getattr(self, k) for k in GAUGES})
         if duration_s and self.downstream_cpu_s is not None:
             out["downstream_cpu_pct"] = 100.0 * self.downstream_cpu_s / duration_s
+        out["downstream_polls_unanswered"] = _int(self.downstream_unanswered)
+        lookups = (self.cache_hits or 0) + (self.cache_misses or 0)
+        out["cache_miss_share"] = self.cache_misses / lookups if lookups and self.cache_misses is not None else None
+        seconds = self.cache_miss_seconds or []
+        out["cache_miss_share_min"], out["cache_miss_share_max"] = (min(seconds), max(seconds)) if seconds else (None, None)
         return out
 
 
@@ -193,7 +214,9 @@ def _int(x: float | None) -> int | None:
 def off_contract(scenario, row: dict) -> list[str]:
     """Flags for a window whose backend work per request is not the scenario's contract: one MGET
     for redis, one SELECT for db-read, one INSERT for db-write, three downstream calls for fan-out,
-    nothing for the others, and no server-side prepare per request anywhere. Also a listen queue
+    nothing for the others, and no server-side prepare per request anywhere; for a scenario that calls
+    the downstream, a downstream that left a poll of its status page unanswered; for cache-aside, a
+    share of misses off the load's, over the window or in one of its seconds. Also a listen queue
     that overflowed."""
     flags = []
     expected = scenario.backend_work
@@ -208,6 +231,30 @@ def off_contract(scenario, row: dict) -> list[str]:
         flags.append("downstream-calls-off-contract")
     if (row.get("downstream_cpu_pct") or 0) >= DOWNSTREAM_BUSY_PCT:
         flags.append("downstream-busy")
+    if expected.get("downstream_calls") and row.get("downstream_polls_unanswered"):
+        flags.append("downstream-unanswered")
+    if scenario.ids and row.get("cache_miss_share") is not None:
+        want = scenario.ids.miss_share
+        seen = [row["cache_miss_share"], row.get("cache_miss_share_min"), row.get("cache_miss_share_max")]
+        if any(v is not None and abs(v - want) > MISS_SHARE_TOLERANCE for v in seen):
+            flags.append("cache-misses-off-contract")
     if row.get("tcp_listen_overflows") or row.get("tcp_listen_drops"):
         flags.append("listen-queue-overflow")
     return flags
+
+
+def miss_seconds(times: list[float], hits: list[float], misses: list[float], t0: float, t1: float) -> list[float]:
+    """The share of misses in each whole second from t0 to t1, from cumulative counts polled at
+    `times` (read between polls linearly); seconds with fewer than MISS_SECOND_MIN lookups are left out."""
+    def at(values, t):
+        for (ta, va), (tb, vb) in zip(zip(times, values), zip(times[1:], values[1:])):
+            if ta <= t <= tb:
+                return va + (vb - va) * (t - ta) / (tb - ta) if tb > ta else va
+        return values[0] if t < times[0] else values[-1]
+    out = []
+    for k in range(int(t1 - t0)):
+        a, b = t0 + k, t0 + k + 1
+        h, m = at(hits, b) - at(hits, a), at(misses, b) - at(misses, a)
+        if h + m >= MISS_SECOND_MIN:
+            out.append(m / (h + m))
+    return out

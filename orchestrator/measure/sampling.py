@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from orchestrator.measure.evidence import COUNTERS, GAUGES, Evidence, Probe, Reading
+from orchestrator.measure.evidence import COUNTERS, GAUGES, Evidence, Probe, Reading, miss_seconds
 from orchestrator.results.schema import HOST_STEAL
 from orchestrator.targets.jvm import parse_cpus
 from orchestrator.targets.runtimes import Server
@@ -328,6 +328,10 @@ def _evidence(points: list[Point], t0: float, t1: float, whole_load: bool) -> Ev
             rise = (value(points[-1]) - value(points[0]) if whole_load
                     else _at(points, t1, value) - _at(points, t0, value))
             setattr(out, name, max(0.0, rise))
+    if out.cache_hits is not None and out.cache_misses is not None:
+        out.cache_miss_seconds = miss_seconds([p.epoch_s for p in points],
+                                              [p.backends.counters["cache_hits"] for p in points],
+                                              [p.backends.counters["cache_misses"] for p in points], t0, t1)
     inside = _inside(points, t0, t1)
     for field, gauge in GAUGES.items():
         values = [getattr(p.backends, gauge) for p in inside if getattr(p.backends, gauge) is not None]

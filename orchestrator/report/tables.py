@@ -72,7 +72,8 @@ EVIDENCE = {"redis_commands_per_request": "Redis cmds / req", "db_selects_per_re
             "redis_peak_clients": "peak Redis clients", "db_peak_connections": "peak DB connections",
             "db_peak_running": "peak statements running", "tcp_listen_overflows": "listen overflows",
             "tcp_retransmits": "TCP retransmits", "downstream_calls_per_request": "downstream calls / req",
-            "downstream_peak_in_flight": "peak calls in flight", "downstream_peak_connections": "peak downstream conns"}
+            "downstream_peak_in_flight": "peak calls in flight", "downstream_peak_connections": "peak downstream conns",
+            "cache_miss_share": "cache miss share"}
 
 
 def evidence_table(df: pd.DataFrame, scenario: str, x: str = "concurrency") -> pd.DataFrame | None:

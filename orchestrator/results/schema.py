@@ -146,6 +146,13 @@ ROW_TYPES = [
     ("downstream_peak_connections", "int64"),
     # the downstream's own CPU over the window, in % of one CPU: >= 80 flags the cell downstream-busy
     ("downstream_cpu_pct", "float64"),
+    # polls of the downstream's status page in the window that got no answer within 1 s: a downstream that
+    # stopped answering (with calls to it: flagged downstream-unanswered, beside the 504s it caused)
+    ("downstream_polls_unanswered", "int64"),
+    # Redis's share of key lookups that missed over the window, and its least and most in any whole second
+    # of it (cache-aside's load misses one request in ten: off by more than 3 points flags
+    # cache-misses-off-contract)
+    ("cache_miss_share", "float64"), ("cache_miss_share_min", "float64"), ("cache_miss_share_max", "float64"),
     # Flight Recorder evidence of the window (flight_recorder.py; null when not recorded): CPU samples
     # and the five hottest methods with their share; virtual-thread pinning (count, total ms, the stack
     # that pinned longest); platform threads that used >= 1 % of a CPU, carriers among them, virtual

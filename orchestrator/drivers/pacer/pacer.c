@@ -16,7 +16,9 @@
  *
  * usage: pacer --host 127.0.0.1 --port 8080 --request FILE --rate R --duration S --connections C
  *              --timeout S --records FILE [--preconnect N] [--tolerance-us U] [--then R2:S2 ...]
- * FILE holds the request's bytes as sent (request line, headers, body). Each --then adds a segment of
+ * FILE holds the request's bytes as sent (request line, headers, body). With --ids HOT:EVERY:FIRST:COUNT
+ * its first "{id}" is replaced, arrival i, by the id of step i of the cycle of config/scenarios.py's
+ * IdCycle (HOT, but every EVERY-th arrival the next of COUNT cold ids from FIRST). Each --then adds a segment of
  * S2 seconds at R2 arrivals a second after the ones before (a spike: --rate 500 --duration 10
  * --then 2000:10 --then 500:30); the window is all of them.
  */
@@ -53,11 +55,15 @@ struct conn {
     long long remaining;          /* body bytes (or chunk bytes) still to come */
     long arrival;                 /* the arrival it carries, -1: none */
     uint64_t sent_ns;
+    const char *req; size_t req_len;   /* what it sends: the request, or its copy with the arrival's id */
+    char *own;                         /* that copy's buffer (--ids) */
     char head[HEAD_MAX];
 };
 
 static struct sockaddr_in addr;
 static char *request; static size_t request_len;
+static long id_hot, id_every, id_first, id_count; static size_t id_at;   /* --ids; id_at: where "{id}" was */
+#define ID_MARK "{id}"
 static double rate, duration_s, timeout_s = 10;
 #define SEGMENTS_MAX 9
 static double seg_rate[SEGMENTS_MAX], seg_s[SEGMENTS_MAX]; static int segments = 1;   /* [0]: --rate, --duration */
@@ -155,10 +161,20 @@ static void send_on(struct conn *c, long i, uint64_t t) {
     uint64_t lag = t - t0 - recs[i].intended_ns;
     recs[i].lag_us = lag / 1000 > UINT32_MAX ? UINT32_MAX : (uint32_t)(lag / 1000);
     if (lag / 1000 > (uint64_t)tolerance_us && !(recs[i].flags & WAITED)) late++;
-    ssize_t n = write(c->fd, request, request_len);
+    c->req = request; c->req_len = request_len;
+    if (id_every) {
+        long k = i % (id_every * id_count);
+        long id = k % id_every == 0 ? id_first + k / id_every : id_hot;
+        size_t tail = request_len - id_at - strlen(ID_MARK);
+        memcpy(c->own, request, id_at);
+        int digits = sprintf(c->own + id_at, "%ld", id);
+        memcpy(c->own + id_at + digits, request + id_at + strlen(ID_MARK), tail);
+        c->req = c->own; c->req_len = id_at + (size_t)digits + tail;
+    }
+    ssize_t n = write(c->fd, c->req, c->req_len);
     if (n < 0 && errno != EAGAIN) { fail(c, ERR_WRITE, &errors_write); return; }
     c->written = n < 0 ? 0 : (size_t)n;
-    if (c->written < request_len) watch(c, EPOLLIN | EPOLLOUT, EPOLL_CTL_MOD);
+    if (c->written < c->req_len) watch(c, EPOLLIN | EPOLLOUT, EPOLL_CTL_MOD);
 }
 
 /* Arrivals that are due go out on idle connections; for those left waiting, connections are opened
@@ -305,11 +321,11 @@ static void writable(struct conn *c, uint64_t t) {
         make_idle(c);
         return;
     }
-    if (c->state != C_BUSY || c->written >= request_len) return;
-    ssize_t n = write(c->fd, request + c->written, request_len - c->written);
+    if (c->state != C_BUSY || c->written >= c->req_len) return;
+    ssize_t n = write(c->fd, c->req + c->written, c->req_len - c->written);
     if (n < 0) { if (errno != EAGAIN) fail(c, ERR_WRITE, &errors_write); return; }
     c->written += (size_t)n;
-    if (c->written >= request_len) watch(c, EPOLLIN, EPOLL_CTL_MOD);
+    if (c->written >= c->req_len) watch(c, EPOLLIN, EPOLL_CTL_MOD);
 }
 
 static void expire(uint64_t t) {
@@ -332,7 +348,8 @@ static char *read_file(const char *path, size_t *len) {
 
 static void usage(const char *why) {
     fprintf(stderr, "pacer: %s\nusage: pacer --host IP --port N --request FILE --rate R --duration S "
-                    "--connections C --timeout S --records FILE [--preconnect N] [--tolerance-us U] [--then RATE:SECONDS ...]\n", why);
+                    "--connections C --timeout S --records FILE [--preconnect N] [--tolerance-us U] [--then RATE:SECONDS ...] "
+                    "[--ids HOT:EVERY:FIRST:COUNT]\n", why);
     exit(2);
 }
 
@@ -355,6 +372,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--records")) records_path = v;
         else if (!strcmp(a, "--preconnect")) preconnect = atoi(v);
         else if (!strcmp(a, "--tolerance-us")) tolerance_us = atol(v);
+        else if (!strcmp(a, "--ids")) {
+            if (sscanf(v, "%ld:%ld:%ld:%ld", &id_hot, &id_every, &id_first, &id_count) != 4 || id_every <= 0
+                || id_count <= 0 || id_hot < 0 || id_first < 0) usage("--ids takes HOT:EVERY:FIRST:COUNT, EVERY and COUNT > 0");
+        }
         else if (!strcmp(a, "--then")) {
             if (segments == SEGMENTS_MAX) usage("at most 8 --then segments");
             if (sscanf(v, "%lf:%lf", &seg_rate[segments], &seg_s[segments]) != 2 || seg_rate[segments] <= 0
@@ -369,6 +390,11 @@ int main(int argc, char **argv) {
     addr.sin_family = AF_INET; addr.sin_port = htons((uint16_t)port);
     if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) usage("--host must be an IPv4 address");
     request = read_file(request_path, &request_len);
+    if (id_every) {
+        char *mark = memmem(request, request_len, ID_MARK, strlen(ID_MARK));
+        if (!mark) usage("--ids needs \"" ID_MARK "\" in the request");
+        id_at = (size_t)(mark - request);
+    }
 
     struct rlimit rl; getrlimit(RLIMIT_NOFILE, &rl);
     if (rl.rlim_cur < (rlim_t)max_conns + 64) {
@@ -384,7 +410,10 @@ int main(int argc, char **argv) {
     if (!conns || !idle || !recs) { fprintf(stderr, "pacer: out of memory for %ld arrivals\n", total); return 2; }
     schedule(recs);
     for (long i = 0; i < total; i++) recs[i].status = ERR_DROPPED;
-    for (int k = 0; k < max_conns; k++) { conns[k].state = C_CLOSED; conns[k].arrival = -1; }
+    for (int k = 0; k < max_conns; k++) {
+        conns[k].state = C_CLOSED; conns[k].arrival = -1;
+        if (id_every && !(conns[k].own = malloc(request_len + 24))) { fprintf(stderr, "pacer: out of memory\n"); return 2; }
+    }
     signal(SIGPIPE, SIG_IGN); signal(SIGINT, on_signal); signal(SIGTERM, on_signal);
     prctl(PR_SET_TIMERSLACK, 1UL);   /* wake at the arrival's time, not up to 50 us after it */
     epfd = epoll_create1(EPOLL_CLOEXEC);
