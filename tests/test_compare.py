@@ -186,17 +186,18 @@ def test_a_cell_that_newly_answers_errors_is_a_regression_though_flagged():
 
 
 def test_a_baseline_the_host_slowed_still_shows_a_regression_and_a_slowed_b_does_not():
-    # the host stole the CPU in one repeat of A: A can only have read worse, so B's halving stands
-    a = rows("A", [10_000, 10_050, 9_950, 10_020, 9_980]).assign(check_flags=["", "", "host-steal", "", ""])
+    # the host stole the CPU in three repeats of A: A can only have read worse, so B's halving stands
+    a = rows("A", [10_000, 10_050, 9_950, 10_020, 9_980]).assign(check_flags=["", "host-steal", "host-steal",
+                                                                              "host-steal", "host-steal"])
     b = rows("B", [5_000, 5_050, 4_950, 5_020, 4_980])
     cmp = compare.compare_runs(a, b)
     assert one(cmp)["check_flags"] == "host-steal" and len(compare.regressions(cmp, pct=10)) == 2
     # in B it may be the host's doing: no regression, as for any other flag
-    slowed_b = b.assign(check_flags=["host-steal", "", "", "", ""])
+    slowed_b = b.assign(check_flags=["host-steal", "host-steal", "host-steal", "host-steal", ""])
     assert compare.regressions(compare.compare_runs(a, slowed_b), pct=10).empty
     assert compare.regressions(compare.compare_runs(a.assign(check_flags="littles-law"), b), pct=10).empty
     # a busy generator on A only slowed it too: the regression stands, at least as large
-    busy_a = a.assign(check_flags=["", "loadgen-cpus-busy", "", "", ""])
+    busy_a = a.assign(check_flags="loadgen-cpus-busy")
     cmp = compare.compare_runs(busy_a, b)
     assert list(compare.regressions(cmp, pct=10)["metric"]) == ["rps", "latency_p99_ms"]
     assert set(cmp.loc[cmp["verdict"] == "worse", "bound"]) == {"at least"}
@@ -205,6 +206,21 @@ def test_a_baseline_the_host_slowed_still_shows_a_regression_and_a_slowed_b_does
     # B better though its generator was busy: better by at least that
     cmp = compare.compare_runs(b, a.assign(check_flags="loadgen-cpus-busy"))
     assert (one(cmp)["verdict"], one(cmp)["bound"]) == ("better", "at least")
+
+
+def test_a_side_s_slowed_repeats_are_left_out_where_two_clean_ones_remain():
+    # one repeat of B ran while the host stole its CPU: its four clean repeats show the halving alone
+    a = rows("A", [10_000, 10_050, 9_950, 10_020, 9_980])
+    b = rows("B", [5_000, 5_050, 4_950, 5_020, 2_000]).assign(check_flags=["", "", "", "", "host-steal"])
+    cmp = compare.compare_runs(a, b)
+    assert (one(cmp)["b_n"], one(cmp)["check_flags"], one(cmp)["verdict"]) == (4, "", "worse")
+    assert one(cmp)["left_out"] == "B: 1 of 5 repeats left out (host-steal: only slowed)"
+    assert len(compare.regressions(cmp, pct=10)) == 2
+    # a flag of unknown direction is never left out, and one clean repeat is too few to judge alone
+    assert compare.regressions(compare.compare_runs(a, b.assign(check_flags=["", "", "", "", "littles-law"])),
+                               pct=10).empty
+    few = b.assign(check_flags=["", "host-steal", "host-steal", "host-steal", "host-steal"])
+    assert one(compare.compare_runs(a, few))["left_out"] == ""
 
 
 def test_a_slowed_b_is_a_regression_when_its_stolen_time_cannot_explain_the_loss():

@@ -230,6 +230,28 @@ def test_the_redis_frameworks_leader_is_judged_though_two_of_its_repeats_ran_wit
     assert lead(tight, cells("ktor:coroutines", [30_000, 30_140, 30_500]))["verdict"] == "crowned"
 
 
+def test_the_ranking_leaves_out_a_cell_s_slowed_repeats_where_two_clean_ones_remain():
+    # the runner-up's third repeat ran while the host stole its CPU: 4,000 req/s, far below its others.
+    # Left in (as a bound), it widens the interval; left out, its two clean repeats are judged alone
+    best = cells("a:x", [10_000, 10_100, 9_900])
+    runner = cells("b:y", [8_000, 8_050, 4_000]).assign(check_flags=["", "", "host-steal"])
+    summ = analysis.summary(pd.concat([best, runner]), leave_out_slowed=True)
+    b = summ.set_index("target").loc["b:y"]
+    assert (b["state"], b["ok"], b["rps"]) == ("ok", 2, 8_025)
+    assert b["left_out"] == "1 of 3 repeats left out (host-steal: only slowed)"
+    r = analysis.leaders(summ, ["rps"]).iloc[0]
+    assert (r["verdict"], r["best"], r["runner_up"]) == ("crowned", "a:x", "b:y")
+    assert r["left_out"] == "b:y: 1 of 3 repeats left out (host-steal: only slowed)"
+    assert r["left_out"] in tables.winners_matrix(summ, metrics=["rps"]).iloc[0, -1]
+    # one clean repeat is too few to judge alone; a flag of unknown direction is never left out
+    for frame in (cells("b:y", [8_000, 4_000, 4_100]).assign(check_flags=["", "host-steal", "host-steal"]),
+                  cells("b:y", [8_000, 8_050, 4_000]).assign(check_flags=["", "", "littles-law"])):
+        kept = analysis.summary(pd.concat([best, frame]), leave_out_slowed=True).set_index("target").loc["b:y"]
+        assert (kept["state"], kept["ok"], kept["left_out"]) == ("flagged", 3, "")
+    # the summary a table shows keeps every repeat
+    assert analysis.summary(pd.concat([best, runner])).set_index("target").loc["b:y", "state"] == "flagged"
+
+
 def test_the_sample_report_shows_why_a_level_is_inconclusive_and_that_no_noise_floor_was_measured(run_dir):
     md = (run_dir / "report.md").read_text()
     winners = md.split("## Winners")[1].split("##")[0]

@@ -87,7 +87,8 @@ def compare_cmd(run_a: str = typer.Argument(..., help="The baseline run."),
                       "" if math.isnan(r["mde_pct"]) else f"{r['mde_pct']:.0f}%", f"{r['needs']}",
                       "" if math.isnan(r["p_value"]) else f"{r['p_value']:.3f}",
                       "" if math.isnan(r["p_adjusted"]) else f"{r['p_adjusted']:.3f}",
-                      f"[{style}]{verdict}[/]" + (f" [yellow]⚠ {r['check_flags']}[/]" if r["check_flags"] else ""))
+                      f"[{style}]{verdict}[/]" + (f" [yellow]⚠ {r['check_flags']}[/]" if r["check_flags"] else "")
+                      + (f" [dim]({r['left_out']})[/]" if r["left_out"] else ""))
     console.print(table)
     counts = cmp["verdict"].value_counts()
     source = (f"the repeats, and for cells of fewer than {judge.OWN_NOISE} the noise floor of "

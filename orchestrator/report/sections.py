@@ -204,10 +204,13 @@ def document(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
                      "smallest lead these repeats could have detected (power 0.8): within noise is no proof "
                      "of equality, and more repeats lower it. A level where a flagged or partly failed cell "
                      "did better than the best clean one is inconclusive, and so is a lead with too few "
-                     "repeats to have a noise (it names the repeats it needs)."),
+                     "repeats to have a noise (it names the repeats it needs). A cell whose flagged repeats "
+                     "were only slowed (the host's steal, a busy load generator: orchestrator/results/bias.py) "
+                     "is ranked on its clean repeats alone where two or more are clean, and its entry says "
+                     "how many were left out."),
                ("p", _floor_note(floor, meta.get("host", {}))),
                ("p", _ceiling_note(meta)),
-               ("table", winners_matrix(summ, x, noise=cvs))]
+               ("table", winners_matrix(analysis.summary(df, x, leave_out_slowed=True), x, noise=cvs))]
     bad = not_crowned(summ, x)
     if len(bad):
         blocks += [("h2", "Cells not crowned"), ("table", bad)]

@@ -102,6 +102,8 @@ def winner_text(lead: pd.Series) -> str:
     at = f"{lead['bound']} " if lead.get("bound") else ""
     vs = f"{at}{_pct(lead['diff_pct'])} vs {lead['runner_up']}"
     mde = "" if pd.isna(lead["mde_pct"]) else f"; MDE {_mde(lead)}"
+    if lead.get("left_out"):   # slowed repeats the ranking left out (analysis.summary)
+        mde += f"; {lead['left_out']}"
     if lead["verdict"] == "crowned":
         return f"{lead['best']}: {vs} (95% CI {_interval(lead)}{mde})"
     if lead["verdict"] == "within noise":

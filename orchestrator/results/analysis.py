@@ -160,16 +160,42 @@ def _first(reasons: pd.Series) -> str:
     return next((" ".join(r.split())[:300] for r in reasons if r), "")
 
 
-def summary(df: pd.DataFrame, x: str = "concurrency", metrics: list[str] | None = None) -> pd.DataFrame:
+def without_slowed(df: pd.DataFrame, keys: list[str]) -> tuple[pd.DataFrame, pd.Series]:
+    """The rows less the slowed repeats of each cell that has bias.MIN_CLEAN clean ones beside them and
+    nothing else flagged or failed, and what was left out per cell (keys -> words; '' for none)."""
+    flags = df["check_flags"].fillna("")
+    ok = df["status"] == "ok"
+    clean, slowed = ok & (flags == ""), ok & flags.map(bias.only_slowing)
+    cell = df.groupby(keys, dropna=False).ngroup()
+    per_cell = pd.DataFrame({"cell": cell, "clean": clean, "slowed": slowed, "other": ~(clean | slowed)})
+    counts = per_cell.groupby("cell")[["clean", "slowed", "other"]].sum()
+    leave = counts[(counts["slowed"] > 0) & (counts["other"] == 0) & (counts["clean"] >= bias.MIN_CLEAN)].index
+    out = slowed & cell.isin(leave)
+    said = {}
+    for c, group in df[out].groupby(cell[out]):
+        n = int(counts.loc[c, "clean"] + counts.loc[c, "slowed"])
+        said[tuple(group.iloc[0][k] for k in keys)] = (
+            f"{len(group)} of {n} repeats left out ({_union(group['check_flags'])}: only slowed)")
+    return df[~out], pd.Series(said, dtype=object)
+
+
+def summary(df: pd.DataFrame, x: str = "concurrency", metrics: list[str] | None = None,
+            leave_out_slowed: bool = False) -> pd.DataFrame:
     """One row per (scenario, x, target): median, `_min` and `_max` of each metric over the repeats that ran.
 
     Also `repeats` (rows), `ok` (rows with status ok), `flags` (union), `reason` (the first failure) and
     `state`: "failed" (no repeat ran), "partial" (some did), "flagged" (all ran, some flagged) or "ok".
     `eligible` is state == "ok": only those cells are ranked. `<metric>_values` holds the repeats
-    themselves (a tuple), which `leaders` resamples.
+    themselves (a tuple), which `leaders` resamples. With leave_out_slowed, a cell whose flagged repeats
+    only slowed it (bias.SLOWING) and that has bias.MIN_CLEAN clean ones is summarised over the clean
+    ones alone, and `left_out` says what was left out ('' elsewhere): the ranking's view, where a repeat
+    the host slowed would otherwise withhold a cell that its clean repeats can judge.
     """
     df = tidy(df)
     keys = ["scenario", x, "target"]
+    left_out = pd.Series(dtype=object)
+    if leave_out_slowed:
+        df, left_out = without_slowed(df, keys)
     metrics = [m for m in (metrics or METRICS) if m in df]
     df["ran"] = (df["status"] == "ok").astype(int)
     out = df.groupby(keys, dropna=False, sort=True).agg(
@@ -180,6 +206,7 @@ def summary(df: pd.DataFrame, x: str = "concurrency", metrics: list[str] | None 
     out["state"] = np.select([out["ok"] == 0, out["ok"] < out["repeats"], out["check_flags"] != ""],
                              ["failed", "partial", "flagged"], "ok")
     out["eligible"] = out["state"] == "ok"
+    out["left_out"] = [left_out.get(tuple(r), "") for r in out[keys].itertuples(index=False)]
     return out
 
 
@@ -331,5 +358,7 @@ def leaders(summ: pd.DataFrame, metrics: list[str], x: str = "concurrency",
                          "ci_high_pct": 100 * (lead.high - 1) if lead else np.nan,
                          "mde_pct": lead.mde_pct() if lead else np.nan,
                          "verdict": verdict, "why": why, "tie": verdict == "within noise", "bound": bound,
+                         "left_out": "; ".join(f"{c['target']}: {c['left_out']}" for c in (best, runner)
+                                               if c and c.get("left_out")),
                          "excluded": ", ".join(c["target"] for c in excluded)})
     return pd.DataFrame(rows)

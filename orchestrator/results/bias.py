@@ -15,6 +15,10 @@ from __future__ import annotations
 
 from orchestrator.results.schema import PERCENTILES, latency_column
 
+# Clean repeats a cell needs for its slowed ones to be left out and the clean ones judged alone (Welch's
+# t needs two): a repeat the host or a busy generator slowed measured them, and its clean siblings, each a
+# fresh JVM of the same target, are a smaller sample of the target alone.
+MIN_CLEAN = 2
 SLOWING = frozenset({"host-steal", "server-cpus-shared", "loadgen-cpus-busy", "loadgen-saturated",
                      "near-generator-ceiling", "downstream-busy"})
 # metric -> what a slowing flag leaves of the truth, relative to the figure measured

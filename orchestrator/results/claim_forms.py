@@ -37,7 +37,7 @@ pd = lazy.module("pandas")
 FORMS = ("order", "lead", "trend")
 SHAPES = ("grows", "linear")
 LINEAR_BAND = 0.25
-MIN_CLEAN = 2   # clean repeats a side needs to be judged without its flagged ones (Welch's t needs two)
+MIN_CLEAN = bias.MIN_CLEAN   # clean repeats a side needs to be judged without its flagged ones
 NEAREST, FARTHEST = "nearest", "farthest"
 REQUIRED = {"order": ("claim", "scenario", "metric", "targets"),
             "lead": ("claim", "scenario", "metric", "targets", "over"),

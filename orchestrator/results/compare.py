@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from orchestrator import lazy
 from orchestrator.results import bias, judge
-from orchestrator.results.analysis import METRICS, tidy
+from orchestrator.results.analysis import METRICS, tidy, without_slowed
 
 np = lazy.module("numpy")
 pd = lazy.module("pandas")
@@ -157,6 +157,10 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: s
     the machine's noise floor measured there (judge.Floor; see analysis.leaders).
     """
     metrics = [m for m in metrics if m in tidy(a.head(0))]
+    # each side's repeats that only the host or a busy generator slowed, left out where two clean ones
+    # remain (analysis.without_slowed): judged on its clean repeats, not withheld for the slowed ones
+    keys = ["scenario", x, "target"]
+    (a, left_a), (b, left_b) = (without_slowed(tidy(d).dropna(subset=keys), keys) for d in (a, b))
     cells_a, cells_b = _cells(a, x, metrics), _cells(b, x, metrics)
     rows, leads = [], []
     for key in sorted(set(cells_a) | set(cells_b), key=lambda k: (str(k[0]), str(k[1]), k[2])):
@@ -188,7 +192,9 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: s
             back_worse = (math.nan if back is None or back.why else
                           100 * (back.ratio - 1) * (-1 if METRICS[metric].higher_is_better else 1))
             leads.append(lead)
-            rows.append({"scenario": key[0], "target": key[1], x: key[2], "metric": metric,
+            at = (key[0], key[2], key[1])
+            left = "; ".join(f"{side}: {said[at]}" for side, said in (("A", left_a), ("B", left_b)) if at in said)
+            rows.append({"scenario": key[0], "target": key[1], x: key[2], "metric": metric, "left_out": left,
                          "a_median": med_a, "a_spread_pct": _spread_pct(va), "a_n": len(va),
                          "b_median": med_b, "b_spread_pct": _spread_pct(vb), "b_n": len(vb),
                          "ratio": ratio, "delta_pct": delta, "worse_pct": worse,
