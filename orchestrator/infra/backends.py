@@ -25,7 +25,17 @@ from orchestrator.config.scenarios import REDIS_SEED, SEED_ROWS
 from orchestrator.errors import BenchError, UsageError
 from orchestrator.infra import downstream, lockdown
 from orchestrator.infra.docker_engine import USER_ID, client, owner_labels, run_container
-from orchestrator.infra.procs import Owner, as_user, ensure_port_free, listening_beyond, log_tail, require_tool, spawn, stop_pid
+from orchestrator.infra.procs import (
+    Owner,
+    as_user,
+    ensure_port_free,
+    listening_beyond,
+    log_tail,
+    require_tool,
+    spawn,
+    stop_pid,
+    stop_pids,
+)
 from orchestrator.infra.tools import build_of, compiled
 
 APT_LINE = "apt-get install -y redis-server mariadb-server"
@@ -337,8 +347,7 @@ def stop(infra: Infra) -> None:
         if "downstream" in infra.pids:   # a local process in either runtime
             stop_pid(infra.pids["downstream"], grace=5)
     else:
-        for pid in infra.pids.values():
-            stop_pid(pid, grace=10)
+        stop_pids(infra.pids.values(), grace=10)
     infra.pids.clear()
     shutil.rmtree(infra.data_dir, ignore_errors=True)
 

@@ -136,11 +136,20 @@ def spawn(argv: list[str], *, log_path: Path | None = None, cwd: Path | None = N
 
 def stop_pid(pid: int, grace: float = 10.0) -> None:
     """SIGTERM the process and its descendants, then SIGKILL whatever is left after `grace` seconds."""
-    try:
-        proc = psutil.Process(pid)
-        family = [proc, *proc.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return
+    stop_pids([pid], grace)
+
+
+def stop_pids(pids, grace: float = 10.0) -> None:
+    """stop_pid for several processes at once: each is signalled before any is waited for (Redis,
+    MariaDB and the downstream took 1.3, 2.0 and 2.0 s one after the other, waited for by polling
+    when they are not this process's children, as `bench infra down` finds them)."""
+    family = []
+    for pid in pids:
+        try:
+            proc = psutil.Process(pid)
+            family += [proc, *proc.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            pass
     for p in family:
         try:
             p.send_signal(signal.SIGCONT)  # a frozen (SIGSTOPped) process cannot act on SIGTERM
