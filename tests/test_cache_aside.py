@@ -1,4 +1,4 @@
-"""Cache-aside's misses: the ids its load walks (scenarios.IdCycle), each generator walking them, and
+"""Cache-aside's misses: the ids its load walks (items.IdCycle), each generator walking them, and
 the share of misses Redis counts in a cell, over the window and second by second."""
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import pytest
 from conftest import PORTS, bench
 
 from orchestrator import drivers
-from orchestrator.config.scenarios import CACHE_CHECK_ID, SCENARIOS, SEED_ROWS, IdCycle
+from orchestrator.config.items import CACHE_CHECK_ID, SEED_ROWS, IdCycle
+from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.drivers.base import DriverFailed, LoadSpec, Ramp
 from orchestrator.measure.evidence import Evidence, miss_seconds, off_contract
 from orchestrator.results import store as results

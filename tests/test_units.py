@@ -271,7 +271,7 @@ def test_the_whole_load_s_backend_work_is_counted_exactly_not_interpolated_acros
 
 
 def test_the_seed_file_seeds_the_rows_the_scenarios_expect():
-    from orchestrator.config.scenarios import SEED_ROWS
+    from orchestrator.config.items import SEED_ROWS
     from orchestrator.infra.backends import seed_statements
     statements = seed_statements()
     assert statements[0] == "CREATE DATABASE IF NOT EXISTS bench"

@@ -79,7 +79,7 @@ def script(spec: LoadSpec, out_json: str) -> str:
 
 def url_function(spec: LoadSpec) -> str:
     """url(k): the URL of the test's k-th request: the scenario's, or for one that walks ids
-    (config/scenarios.py's IdCycle) step k of the cycle. k counts the test's iterations over all VUs
+    (config/items.py's IdCycle) step k of the cycle. k counts the test's iterations over all VUs
     (exec.scenario.iterationInTest), so the VUs walk the cycle as one stream, however unevenly an
     arrival rate hands them iterations."""
     ids = spec.scenario.ids

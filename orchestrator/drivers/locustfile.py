@@ -36,7 +36,7 @@ import gevent
 from locust import FastHttpUser, LoadTestShape, constant, events, task
 from locust.runners import WorkerRunner
 
-from orchestrator.config.scenarios import IdCycle
+from orchestrator.config.items import IdCycle
 
 CFG: dict = {}
 OTHER_LOCUSTFILE_EXIT = 3   # drivers/locust.py's

@@ -76,7 +76,7 @@ end
 """
 
 
-# A scenario that walks ids (config/scenarios.py's IdCycle): each thread its own stream, from its own
+# A scenario that walks ids (config/items.py's IdCycle): each thread its own stream, from its own
 # offset in the cycle (setup() runs in the main state, once per thread, before the thread's init()).
 _IDS = r"""
 local streams = 0

@@ -21,21 +21,11 @@ from pathlib import Path
 import psutil
 
 from orchestrator import REPO_ROOT, STATE_DIR
-from orchestrator.config.scenarios import REDIS_SEED, SEED_ROWS
+from orchestrator.config.items import REDIS_SEED, SEED_ROWS
 from orchestrator.errors import BenchError, UsageError
 from orchestrator.infra import downstream, lockdown
 from orchestrator.infra.docker_engine import USER_ID, client, owner_labels, run_container
-from orchestrator.infra.procs import (
-    Owner,
-    as_user,
-    ensure_port_free,
-    listening_beyond,
-    log_tail,
-    require_tool,
-    spawn,
-    stop_pid,
-    stop_pids,
-)
+from orchestrator.infra.procs import Owner, as_user, ensure_port_free, listening_beyond, log_tail, require_tool, spawn, stop_pids
 from orchestrator.infra.tools import build_of, compiled
 
 APT_LINE = "apt-get install -y redis-server mariadb-server"
@@ -110,17 +100,6 @@ class Infra:
         import pymysql
         return pymysql.connect(unix_socket=self.socket, user="root", connect_timeout=timeout, read_timeout=read_timeout,
                                autocommit=True)
-
-    def empty_cache(self) -> None:
-        """Delete what cache-aside cached (its keys, item:N), so that a load's share of misses holds from
-        its first second: the load walks its ids from the start of their cycle again."""
-        r = self.redis_client(timeout=10)
-        try:
-            keys = list(r.scan_iter(match="item:*", count=10_000))
-            for i in range(0, len(keys), 10_000):
-                r.delete(*keys[i:i + 10_000])
-        finally:
-            r.close()
 
     def dead(self) -> list[str]:
         """Names of the servers that no longer run."""
@@ -345,7 +324,7 @@ def stop(infra: Infra) -> None:
                 pass
         infra.containers.clear()
         if "downstream" in infra.pids:   # a local process in either runtime
-            stop_pid(infra.pids["downstream"], grace=5)
+            stop_pids([infra.pids["downstream"]], grace=5)
     else:
         stop_pids(infra.pids.values(), grace=10)
     infra.pids.clear()

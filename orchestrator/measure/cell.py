@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from orchestrator import drivers
+from orchestrator.config.items import CACHE_KEYS
 from orchestrator.config.modes import slug
 from orchestrator.config.plan import Plan
 from orchestrator.config.scenarios import SCENARIOS
@@ -79,7 +80,7 @@ class WarmedUpCell:
         """Drive one load while sampling (and recording, when on), then make sure the target survived it."""
         s, server = self.settings, self.started.server
         if self.infra and load.scenario.ids:
-            self.infra.empty_cache()
+            empty_cache(self.infra)
         probe = Probe(self.infra, server.pid, s.port) if self.infra else None
         with self.recorder.load(name), \
                 Sampler(server, s.loadgen_cpus, probe, self.environment.local_server_cpus) as sampler:
@@ -145,3 +146,15 @@ class WarmedUpCell:
     def open_ceiling(self) -> float | None:
         return ceilings(results_dir=self.environment.results_root, loadgen_cpus=self.settings.loadgen_cpus,
                         key="open_ceiling_rps").get(self.profile.driver)
+
+
+def empty_cache(infra) -> None:
+    """Delete what cache-aside cached (its keys, item:N), so that a load's share of misses holds from
+    its first second: the load walks its ids from the start of their cycle again."""
+    r = infra.redis_client(timeout=10)
+    try:
+        keys = list(r.scan_iter(match=CACHE_KEYS, count=10_000))
+        for i in range(0, len(keys), 10_000):
+            r.delete(*keys[i:i + 10_000])
+    finally:
+        r.close()
