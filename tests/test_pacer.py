@@ -104,6 +104,9 @@ def length(body=b"hello", status="200 OK", extra=""):
     return f"HTTP/1.1 {status}\r\nContent-Length: {len(body)}\r\n{extra}\r\n".encode() + body
 
 
+# Timing on a quiet machine: the fast tier runs beside the slow tier's builds (Maven on both CPUs), under
+# which one CI rehearsal read pacer's first arrivals 6-22 ms late; the slow tier runs alone.
+@pytest.mark.slow
 def test_every_arrival_is_answered_on_schedule_over_kept_alive_connections(serve, tmp_path):
     server = serve(lambda n: length())
     stolen = steal_since(CPU0)[0]
@@ -153,6 +156,9 @@ def test_a_connection_closed_unanswered_and_a_server_too_slow_are_errors_not_lat
     assert r.requests == 90 and len(rec) == 100
 
 
+# Timing on a quiet machine: the fast tier runs beside the slow tier's builds (Maven on both CPUs), under
+# which one CI rehearsal read pacer's first arrivals 6-22 ms late; the slow tier runs alone.
+@pytest.mark.slow
 def test_a_stalled_server_queues_arrivals_and_their_wait_counts_in_full(serve, tmp_path):
     """One connection at 100/s; every 10th request takes 50 ms. The arrivals due during the stall wait
     for the connection and are then answered at once: measured from their intended send times they
@@ -192,6 +198,9 @@ def test_its_own_lag_flags_a_cell_only_where_it_could_move_the_figures():
     assert not behind_schedule(LoadResult(requests=1, duration_s=1, latency_p99=3.0))   # k6: not known
 
 
+# Timing on a quiet machine: the fast tier runs beside the slow tier's builds (Maven on both CPUs), under
+# which one CI rehearsal read pacer's first arrivals 6-22 ms late; the slow tier runs alone.
+@pytest.mark.slow
 def test_a_schedule_of_segments_changes_rate_inside_one_window(serve, tmp_path):
     # a spike's shape: 100/s for 0.5 s, 400/s for 0.5 s, 100/s for 1 s, each arrival due on its segment's clock
     server = serve(lambda n: length())
