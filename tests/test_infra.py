@@ -8,6 +8,7 @@ import pymysql
 import pytest
 import redis
 
+from orchestrator.config.items import SEED_ROWS
 from orchestrator.infra import backends as infra
 
 pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
@@ -38,7 +39,7 @@ def test_seeded_and_password_protected(running):
                            database=env["DB_NAME"])
     with conn.cursor() as c:
         c.execute("SELECT COUNT(*), MIN(id), MAX(id) FROM item")
-        assert c.fetchone() == (10000, 1, 10000)
+        assert c.fetchone() == (SEED_ROWS, 1, SEED_ROWS)
         c.execute("SELECT name, price FROM item WHERE id = 42")
         name, price = c.fetchone()
         assert name == "item-42" and float(price) == 10.5
@@ -77,9 +78,9 @@ def test_the_db_goes_back_to_its_seed_between_targets(running):
         c.executemany("INSERT INTO item (name, price) VALUES (%s, %s)", [("bench-write", 1.5)] * 50)
         assert infra.reset_db(running) == 50
         c.execute("SELECT COUNT(*), MAX(id) FROM item")
-        assert c.fetchone() == (10000, 10000)
+        assert c.fetchone() == (SEED_ROWS, SEED_ROWS)
         c.execute("INSERT INTO item (name, price) VALUES ('bench-write', 1.5)")
-        assert c.lastrowid == 10001
+        assert c.lastrowid == SEED_ROWS + 1
     conn.close()
 
 
