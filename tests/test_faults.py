@@ -79,8 +79,9 @@ def test_targets_that_cannot_start_fail_with_their_reasons_and_the_next_is_measu
 
 @pytest.mark.parametrize("server,target,scenarios,died", [
     ("redis-server", "vertx:eventloop", "redis,db-read", "redis died during the cell"),
-    ("mariadbd", "vertx:eventloop", "db-read,redis", "mariadb died during the cell"),
-    ("nginx", "fixture:ok", "fan-out,json", "downstream died during the cell")])
+    ("mariadbd", "vertx:eventloop", "db-read,redis", "mariadb died during the cell")])
+# (the downstream, which dies and is restarted the same way, is stopped instead: it then answers nothing
+# and its calls time out, the test after this one)
 def test_infrastructure_killed_mid_cell(results_dir, server, target, scenarios, died):
     def interfere(run):
         os.kill(owned(run.pid, server)[0].pid, signal.SIGKILL)

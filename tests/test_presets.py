@@ -21,13 +21,17 @@ pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
 # A preset whose quick form is another's but for what that one adds is run once, as the other: the
 # same cells, kind and driver (test_profiles checks that they stay so)
 RUN_AS = {"capacity-at-slo": "cold-start-and-spike:overload"}   # the same search; the part adds its spike
+# A quick form that only repeats what other tests run: service-calls:burst is one k6 burst of cache-aside
+# on Vert.x, which the load smoke fires at every target (1,000 connections) and spring-concurrency-models'
+# quick form runs as a preset's burst (13 s saved)
+COVERED = {"service-calls:burst"}
 # A capacity preset whose quick form finds pacer's open-model ceiling already in its --results-dir (as
 # tests/test_capacity.py seeds it): a run that measures a missing one is cold-start-and-spike:overload's
 # to show, and measuring it again took about 40 s
 SEEDED_CEILING = {"service-calls:capacity": 40_000.0}
 
 
-@pytest.mark.parametrize("name", [n for n in presets.names() if n not in RUN_AS])
+@pytest.mark.parametrize("name", [n for n in presets.names() if n not in RUN_AS and n not in COVERED])
 def test_a_preset_runs_to_completion_in_its_quick_form(results_dir, name):
     preset = presets.load(name, discover(ROOT / "frameworks"), quick=True)
     if name in SEEDED_CEILING:
