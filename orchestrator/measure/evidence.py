@@ -243,18 +243,25 @@ def off_contract(scenario, row: dict) -> list[str]:
     return flags
 
 
+def at_time(times: list[float], values: list[float], t: float) -> float:
+    """A cumulative counter polled at `times` (ascending), at time t: linearly between the polls around
+    it, the first or last poll's outside them."""
+    before = [i for i, x in enumerate(times) if x <= t]
+    after = [i for i, x in enumerate(times) if x >= t]
+    a, b = (before[-1] if before else 0), (after[0] if after else len(times) - 1)
+    if times[b] <= times[a]:
+        return values[a]
+    return values[a] + (values[b] - values[a]) * (t - times[a]) / (times[b] - times[a])
+
+
 def miss_seconds(times: list[float], hits: list[float], misses: list[float], t0: float, t1: float) -> list[float]:
     """The share of misses in each whole second from t0 to t1, from cumulative counts polled at
     `times` (read between polls linearly); seconds with fewer than MISS_SECOND_MIN lookups are left out."""
-    def at(values, t):
-        for (ta, va), (tb, vb) in zip(zip(times, values), zip(times[1:], values[1:])):
-            if ta <= t <= tb:
-                return va + (vb - va) * (t - ta) / (tb - ta) if tb > ta else va
-        return values[0] if t < times[0] else values[-1]
     out = []
     for k in range(int(t1 - t0)):
         a, b = t0 + k, t0 + k + 1
-        h, m = at(hits, b) - at(hits, a), at(misses, b) - at(misses, a)
+        h = at_time(times, hits, b) - at_time(times, hits, a)
+        m = at_time(times, misses, b) - at_time(times, misses, a)
         if h + m >= MISS_SECOND_MIN:
             out.append(m / (h + m))
     return out

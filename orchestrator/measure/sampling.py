@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from orchestrator.measure.evidence import COUNTERS, GAUGES, Evidence, Probe, Reading, miss_seconds
+from orchestrator.measure.evidence import COUNTERS, GAUGES, Evidence, Probe, Reading, at_time, miss_seconds
 from orchestrator.results.schema import HOST_STEAL
 from orchestrator.targets.jvm import parse_cpus
 from orchestrator.targets.runtimes import Server
@@ -152,13 +152,7 @@ def settle(server: Server | None, loadgen_cpus: set[int], max_s: float = 30.0, s
 
 def _at(points: list[Point], t: float, value) -> float:
     """A cumulative counter at epoch t, interpolated linearly between the polls around it."""
-    before = [p for p in points if p.epoch_s <= t]
-    after = [p for p in points if p.epoch_s >= t]
-    a = before[-1] if before else points[0]
-    b = after[0] if after else points[-1]
-    if b.epoch_s <= a.epoch_s:
-        return value(a)
-    return value(a) + (value(b) - value(a)) * (t - a.epoch_s) / (b.epoch_s - a.epoch_s)
+    return at_time([p.epoch_s for p in points], [value(p) for p in points], t)
 
 
 def _inside(points: list[Point], t0: float, t1: float) -> list[Point]:
