@@ -73,6 +73,19 @@ def results_dir(tmp_path) -> Path:
     return d
 
 
+def on_a_calm_host(attempt, stolen, what: str):
+    """attempt() once more when stolen(its result) says the host stole CPU time from it (host-steal) and
+    that could have made the figure under test unmeasurable; skipped, naming the steal, when the second
+    is stolen from too. A check of a figure fails on a calm host as it should: CI once read the fixture
+    at 1,336 req/s +-119 % (5,827 on a calm day) and pacer falling behind at 125/s with the host
+    stealing, where neither a regression nor a capacity could be read."""
+    for _ in range(2):
+        result = attempt()
+        if not stolen(result):
+            return result
+    pytest.skip(f"{what}: the host stole CPU time from both attempts (host-steal)")
+
+
 def start_bench(*args: str, frameworks: Path | None = FIXTURES) -> subprocess.Popen:
     """Start `bench` in the background (output to a pipe), for tests that interfere with a run."""
     return subprocess.Popen([sys.executable, "-m", "orchestrator.cli", *args], cwd=ROOT, env=bench_env(frameworks),

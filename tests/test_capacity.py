@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import PORTS, ROOT, bench
+from conftest import PORTS, ROOT, bench, on_a_calm_host
 
 from orchestrator.config import profiles
 from orchestrator.config.objective import Objective, parse_slo
@@ -122,17 +122,29 @@ def test_a_fixed_pool_of_16_threads_sleeping_100_ms_has_a_capacity_of_160_per_se
     # A calibration seeded in the run's own --results-dir (the search reads it from there, not from
     # the checkout's results/): measuring one is test_calibrate's, and a run that measures its
     # missing ceiling is the capacity-at-slo preset's (test_presets).
-    ceilings.store(results_dir, host_info(), {"pacer": {"open_ceiling_rps": 1000.0, "server_cpus": "1",
-                                                        "loadgen_cpus": "0", "seeded": "test_capacity"}})
     # one warm-up window: at the common rate (500/s) a pool that serves 160/s is never steady, and its
     # warm-up ran to the profile's 60-s cap (50 s of the test's 86 s); a spike of 2 s, 8 s to recover
     profile = results_dir.parent / "capacity-spike.toml"
     profile.write_text((ROOT / "orchestrator/config/profiles/capacity.toml").read_text()
                        .replace("overload = [1.25, 1.5, 2]", "overload = [2]") + 'spike = "2s"\nrecovery_window = "8s"\n')
-    r = bench("run", *PORTS, "-f", "fixture:pool-16", "-s", "sleep", "-p", str(profile), "--duration", "2s",
-              "--warmup", "2s", "--warmup-max", "2s", "--results-dir", str(results_dir))
-    assert r.returncode == 0, r.stdout + r.stderr
-    df = results.load(root=results_dir)
+    attempts = iter(range(1, 3))
+
+    def attempt():
+        d = results_dir / f"attempt-{next(attempts)}"
+        d.mkdir()
+        ceilings.store(d, host_info(), {"pacer": {"open_ceiling_rps": 1000.0, "server_cpus": "1",
+                                                  "loadgen_cpus": "0", "seeded": "test_capacity"}})
+        r = bench("run", *PORTS, "-f", "fixture:pool-16", "-s", "sleep", "-p", str(profile), "--duration", "2s",
+                  "--warmup", "2s", "--warmup-max", "2s", "--results-dir", str(d))
+        assert r.returncode == 0, r.stdout + r.stderr
+        return d, r, results.load(root=d)
+
+    def stolen(measured) -> bool:   # pacer late by the host's steal: the search stops at "above-generator"
+        df = measured[2]
+        return df.loc[df["rate"].isna(), "verdict"].iloc[0] != "found" \
+            and df["check_flags"].fillna("").str.contains("host-steal").any()
+
+    results_dir, r, df = on_a_calm_host(attempt, stolen, "a capacity search")
     probes, found = df[df["rate"].notna()], df[df["rate"].isna()].iloc[0]
     assert found["verdict"] == "found" and found["slo"] == "p99 <= 150 ms, errors <= 0.1 %"
     # the theory's 160/s within the search's resolution (5 %) of the interval it reports

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import FIXTURES, PORTS, bench, bench_env
+from conftest import FIXTURES, PORTS, bench, bench_env, on_a_calm_host
 
 from orchestrator.results import analysis, compare, judge
 
@@ -278,9 +278,6 @@ def test_a_target_made_slower_is_a_regression_at_the_repeats_the_plan_names(resu
     # +-40 % (CI read 1,324 rps +-36 % against 697 +-11 % with 300 µs more, p adj 0.11): 3 ms more takes
     # 80-96 % off its rps (5,827 -> 237 on a calm day), a change these repeats detect under that noise, not only under the plan's
     needed = judge.repeats_needed(60.0, alpha=0.05 / 2)   # rps and p99: two comparisons
-    a, said = run(needed)
-    announced = re.search(r"`bench compare` over (\d+) comparisons calls changes above about (\d+) %", said)
-    assert announced and announced.group(1) == "2" and int(announced.group(2)) < 60, said
     # B: the same target, its next version a manifest that gives it the work (a target's environment is
     # its manifest's and the contract's, never bench's: docs/security.md)
     slower = tmp_path / "frameworks"
@@ -288,8 +285,15 @@ def test_a_target_made_slower_is_a_regression_at_the_repeats_the_plan_names(resu
     manifest = slower / "fixture" / "framework.toml"
     extra = '[variants.ok]\nenv = { FIXTURE_EXTRA_WORK_US = "3000" }\n'
     manifest.write_text(manifest.read_text().replace("[variants.ok]\n", extra, 1))
-    b, _ = run(needed, slower)
-    r = bench("compare", a, b, "--fail-on-regression", "20", "--results-dir", str(results_dir))
+
+    def attempt():
+        a, said = run(needed)
+        announced = re.search(r"`bench compare` over (\d+) comparisons calls changes above about (\d+) %", said)
+        assert announced and announced.group(1) == "2" and int(announced.group(2)) < 60, said
+        b, _ = run(needed, slower)
+        return bench("compare", a, b, "--fail-on-regression", "20", "--results-dir", str(results_dir))
+
+    r = on_a_calm_host(attempt, lambda r: r.returncode == 0 and "host-steal" in r.stdout, "an A/B of a 3-ms slowdown")
     assert r.returncode == 1, r.stdout + r.stderr
     said = " ".join(r.stdout.split())
     assert re.search(r"regression: json fixture:ok concurrency 8 rps: \d+\.\d% worse", said), said

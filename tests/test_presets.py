@@ -122,11 +122,14 @@ def test_a_preset_runs_to_completion_in_its_quick_form(results_dir, name):
         assert (cached["classes_from_cache"] > 0.8 * cached["classes_loaded"]).all(), cached["classes_from_cache"]
     if preset.profile.spike_s and preset.profile.kind == "capacity":
         # the spike's own row and the per-second series it is read from (test_capacity checks the
-        # recovery against theory on a pool of known size)
+        # recovery against theory on a pool of known size), after each capacity found: a search that
+        # stopped at the generator's limit has none (CI's host, stealing, left pacer a ceiling of 375/s)
         spiked = df[df["verdict"].fillna("").str.startswith("spike")]
-        assert len(spiked) == len(found) and spiked["rate"].notna().all(), df[["rate", "verdict"]]
-        ts = results.load_timeseries(run)
-        assert set(ts["step"]) == {1, 2, 3} and ts["offered_per_s"].sum() > 0
+        assert len(spiked) == (found["verdict"] == "found").sum() and spiked["rate"].notna().all(), \
+            df[["rate", "verdict"]]
+        if len(spiked):
+            ts = results.load_timeseries(run)
+            assert set(ts["step"]) == {1, 2, 3} and ts["offered_per_s"].sum() > 0
     if name in ("redis-frameworks", "mvc-vs-reactive-ramp", "cold-start-and-spike:overload", "far-database"):
         # The report of a preset run (a ramp's with its time series, a search's with its capacity and spike) renders.
         from test_report import assert_renders
