@@ -146,6 +146,30 @@ def test_a_slowed_cell_counts_where_its_bias_cannot_have_made_the_pair():
     assert row["verdict"].startswith("cannot tell") and "withheld (quarkus:reactive flagged host-steal" in row["verdict"]
 
 
+def test_a_full_accept_queue_leaves_a_latency_that_can_only_lose():
+    """Study 001's case (run 20261127-171059): Tomcat at 2,000 connections overflowed its accept
+    queue; k6 times a request from its first byte on an open connection, so the clients' SYN retries
+    are in no latency it reports. Its true latency is at least the figure: slower even so, it is
+    slower; faster, it proves nothing. On throughput the flag's direction is not known: withheld."""
+    slowest = {"form": "order", "claim": "Study 001: at 2,000 connections WebFlux's mean 145 ms, MVC's 941 ms.",
+               "scenario": "sleep", "metric": "latency_mean_ms",
+               "targets": ["spring-webflux:reactive", "spring-mvc:platform"], "study": [145, 941]}
+    fast, slow = [150, 152, 149], [900, 930, 910]
+
+    def latency(target, means, flags=""):
+        return cell(target, means, "latency_mean_ms", 2000, flags, scenario="sleep")
+    row = judged(latency("spring-mvc:platform", slow, "listen-queue-overflow"),
+                 latency("spring-webflux:reactive", fast), claim=slowest)
+    assert row["verdict"] == "holds", row
+    row = judged(latency("spring-mvc:platform", fast, "listen-queue-overflow"),
+                 latency("spring-webflux:reactive", slow), claim=slowest)
+    assert row["verdict"].startswith("cannot tell") and "flagged listen-queue-overflow" in row["verdict"], row
+    throughput = judged(cell("quarkus:reactive", [30_000, 30_300, 29_800], flags="listen-queue-overflow"),
+                        cell("ktor:coroutines", [25_000, 25_200, 24_900]),
+                        cell("spring-webflux:reactive", [10_000, 10_100, 9_900]))
+    assert "withheld (quarkus:reactive flagged listen-queue-overflow" in throughput["verdict"], throughput
+
+
 def test_a_side_s_slowed_repeats_are_left_out_where_two_clean_ones_remain():
     """The gateway study's case (run 20261127-141240): the side behind has one repeat of three flagged
     host-steal, which could have put it behind; its two clean repeats are judged alone, and say so."""

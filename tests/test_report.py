@@ -212,6 +212,16 @@ def test_a_cell_that_only_ran_slowed_wins_when_even_its_slowed_figure_does():
     assert lead(clean_best, clean_second, slowed, other)["verdict"] == "inconclusive"
 
 
+def test_a_latency_a_full_accept_queue_may_have_flattered_is_never_crowned():
+    # listen-queue-overflow: the clients' SYN retries are in no latency k6 reports (bias.py), so a
+    # cell that overflowed and reads the lowest p99 is not crowned on it, nor on throughput
+    clean_best, clean_second = cells("a:x", [10_000, 10_100, 9_900]), cells("b:y", [6_000, 6_100, 5_900])
+    overflowed = cells("c:z", [12_000, 12_100, 11_900], flags="listen-queue-overflow")
+    for metric in ("latency_p99_ms", "rps"):
+        r = lead(clean_best, clean_second, overflowed, metric=metric)
+        assert r["verdict"] == "inconclusive" and r["bound"] == "" and "c:z" in r["why"], r
+
+
 def test_the_redis_frameworks_leader_is_judged_though_two_of_its_repeats_ran_with_the_generator_busy():
     # issue 46: Vert.x led every repeat by 23-35 % (33,552 vs 24,888; 38,584 vs 30,140; 41,376 vs
     # 33,496) and two of its repeats carried loadgen-cpus-busy; the report said "inconclusive"

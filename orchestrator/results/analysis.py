@@ -288,10 +288,12 @@ def _verdict(best, runner, better: list[dict], others: list[dict], metric: str,
 
 def _slowed_bound(better: list[dict], metric: str) -> str:
     """bias.bound of the one cell that did better than the best clean cell, where its flags only
-    slowed it ('' otherwise: several did, or a flag of unknown direction, or partly failed)."""
+    slowed it ('' otherwise: several did, or a flag of unknown direction or of one that flatters the
+    figure, listen-queue-overflow's latency, or partly failed)."""
     if len(better) != 1 or better[0]["state"] != "flagged":
         return ""
-    return bias.bound(better[0]["check_flags"], metric)
+    found = bias.bound(better[0]["check_flags"], metric)
+    return found if found == bias.truth_better(METRICS[metric].higher_is_better) else ""
 
 
 def leaders(summ: pd.DataFrame, metrics: list[str], x: str = "concurrency",

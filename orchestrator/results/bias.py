@@ -10,6 +10,14 @@ the target served no more than it would have, and no request was answered sooner
 at most the truth, its latencies at least. Such a cell still wins when even its biased figure does,
 and the report says "at least" (throughput) or "at most" (latency) of it. Its CPU, memory and GC
 figures move either way, so on those it withholds as any flag does.
+
+One flag points the other way on latency: listen-queue-overflow (the kernel dropped connection
+attempts the target's full accept queue could not take, and the clients retried their SYN a second
+or more later). k6, wrk, h2load and oha time a request from its first byte written on an open
+connection, so those retries are in no latency they report; pacer and Locust count them. Either way
+the target's true latency is at least the figure: such a cell still loses on latency when even its
+understated figure does. Its throughput keeps the retries (the burst lasted them), and whether that
+is the target's or the machine's (its backlog, somaxconn) is not known, so on throughput it withholds.
 """
 from __future__ import annotations
 
@@ -24,6 +32,10 @@ SLOWING = frozenset({"host-steal", "server-cpus-shared", "loadgen-cpus-busy", "l
 # metric -> what a slowing flag leaves of the truth, relative to the figure measured
 BOUNDS = {"rps": "at least", "mb_received": "at least", "latency_mean_ms": "at most",
           **{latency_column(k): "at most" for k in PERCENTILES}}
+# what a full accept queue leaves of the true latency: retried connections are in no figure, or in all
+UNDERSTATED = {"latency_mean_ms": "at least", **{latency_column(k): "at least" for k in PERCENTILES}}
+# flag -> metric -> what it leaves of the truth; a flag or metric not here: no known direction
+DIRECTIONS = {**{flag: BOUNDS for flag in SLOWING}, "listen-queue-overflow": UNDERSTATED}
 
 
 def flags_of(flags) -> set[str]:
@@ -40,5 +52,25 @@ def only_slowing(flags) -> bool:
 
 
 def bound(flags, metric: str) -> str:
-    """"at least" / "at most" when flags only slowed the cell and metric is one they bound; else ""."""
-    return BOUNDS.get(metric, "") if only_slowing(flags) else ""
+    """"at least" / "at most": what every one of the flags leaves of the true figure on metric, when
+    they all agree (a slowed cell's rps: at least); '' without flags, or when one has no known direction
+    on metric, or two point opposite ways."""
+    found = flags_of(flags)
+    ways = {DIRECTIONS.get(f, {}).get(metric, "") for f in found}
+    return ways.pop() if len(ways) == 1 and "" not in ways else ""
+
+
+def held(flags, metric: str, truth: str) -> set[str]:
+    """The flags that withhold a verdict needing the true figure on metric to be `truth` ("at least" /
+    "at most") the one measured: every flag but those that leave it so."""
+    return {f for f in flags_of(flags) if DIRECTIONS.get(f, {}).get(metric) != truth}
+
+
+def truth_better(higher_is_better: bool) -> str:
+    """Where the true figure lies when the measured one understates the target: "at least" a rate,
+    "at most" a latency."""
+    return "at least" if higher_is_better else "at most"
+
+
+def truth_worse(higher_is_better: bool) -> str:
+    return truth_better(not higher_is_better)

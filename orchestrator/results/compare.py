@@ -111,7 +111,8 @@ TARGET_FLAGS = ("non-2xx", "socket-errors", "server-died")
 # Flags that only slowed a cell (bias.SLOWING: the host held its vCPUs, a busy generator or server
 # CPU): its throughput and latencies can only be worse than the target's. On A alone they make B's
 # regression look smaller, never larger, so they do not withhold a "worse" verdict on those metrics
-# (one 1-s repeat of A with 6.5 % steal hid B's 94 % drop in rps). On B they withhold it, except
+# (one 1-s repeat of A with 6.5 % steal hid B's 94 % drop in rps); nor does a flag on B that can only
+# have flattered it (listen-queue-overflow's latency: bias.DIRECTIONS). On B they withhold it, except
 # steal, which is measured: where giving B back every stolen moment (`_given_back`) cannot close the
 # gap, B is worse (CI read B 96 % below A, both sides stealing, as "no regression").
 STOLEN_FLAGS = frozenset({"host-steal"})
@@ -171,8 +172,9 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: s
             # what keeps a worse B from being a regression: every flag but those that only slowed A (on
             # the metrics they bound), and on B those that only stole from it, where even given back its
             # stolen time B stays worse
-            held_a = _flags(ca) - (bias.SLOWING if metric in bias.BOUNDS else frozenset())
-            held_b = _flags(cb)
+            better, worse = (bias.truth_better(METRICS[metric].higher_is_better),
+                             bias.truth_worse(METRICS[metric].higher_is_better))
+            held_a, held_b = bias.held(_flags(ca), metric, better), bias.held(_flags(cb), metric, worse)
             only_slowed_b = bool(held_b) and held_b <= STOLEN_FLAGS and not held_a
             (va, _, why_a), (vb, failed_b, why_b) = _side(ca, column), _side(cb, column)
             med_a = float(np.median(va)) if len(va) else math.nan
@@ -202,8 +204,8 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: s
                          "withheld_by": ",".join(sorted(held_a | held_b)),
                          "given_back_worse_pct": back_worse, "given_back_p": back.p if back and not back.why else math.nan,
                          "note": note, "broke": broke,
-                         "a_slowed": metric in bias.BOUNDS and bias.only_slowing(_flags(ca)),
-                         "b_slowed": metric in bias.BOUNDS and bias.only_slowing(_flags(cb))})
+                         "a_truth": bias.bound(_flags(ca), metric), "b_truth": bias.bound(_flags(cb), metric),
+                         "better_way": better})
     out = pd.DataFrame(rows)
     if out.empty:
         return out
@@ -219,11 +221,14 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: s
     out.insert(out.columns.get_loc("p_adjusted") + 1, "significant", (out["p_adjusted"] < alpha) & (out["note"] == ""))
     out["verdict"] = np.select([out["broke"], out["note"] != "", ~out["significant"], out["worse_pct"] > 0],
                                ["broke", "?", "~", "worse"], "better")
-    # a side that only ran slowed leaves the change a bound: B better though slowed, or worse than a
-    # slowed A, is so by at least what was measured (bias.py)
-    bounded = ((out["verdict"] == "better") & out["b_slowed"]) | ((out["verdict"] == "worse") & out["a_slowed"])
+    # a side whose flags bound its figure leaves the change a bound: B better though slowed, or worse
+    # than a slowed A or with its latency understated, is so by at least what was measured (bias.py)
+    b_better, a_better = out["b_truth"] == out["better_way"], out["a_truth"] == out["better_way"]
+    b_worse = (out["b_truth"] != "") & ~b_better
+    a_worse = (out["a_truth"] != "") & ~a_better
+    bounded = ((out["verdict"] == "better") & (b_better | a_worse)) | ((out["verdict"] == "worse") & (a_better | b_worse))
     out["bound"] = np.where(bounded, "at least", "")
-    out = out.drop(columns=["a_slowed", "b_slowed"])
+    out = out.drop(columns=["a_truth", "b_truth", "better_way"])
     return out
 
 
