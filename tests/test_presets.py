@@ -21,10 +21,14 @@ pytestmark = pytest.mark.slow   # JVMs, Redis, MariaDB, load generators
 # A preset whose quick form is another's but for what that one adds is run once, as the other: the
 # same cells, kind and driver (test_profiles checks that they stay so)
 RUN_AS = {"capacity-at-slo": "cold-start-and-spike:overload"}   # the same search; the part adds its spike
-# A quick form that only repeats what other tests run: service-calls:burst is one k6 burst of cache-aside
-# on Vert.x, which the load smoke fires at every target (1,000 connections) and spring-concurrency-models'
-# quick form runs as a preset's burst (13 s saved)
-COVERED = {"service-calls:burst"}
+# A quick form that only repeats what other tests run, each a k6 burst or closed loop on targets the
+# load smoke fires 1,000 connections at on every scenario, of a kind cold-start-and-spike:cold's quick
+# form runs as a preset's (a burst, warm and cold) and test_profiles as a profile's (k6's closed loop);
+# each preset's plan and claims are checked without a JVM (test_claims): 170 s of CI saved
+COVERED = {"service-calls:burst",            # one burst of cache-aside on Vert.x (13 s)
+           "spring-concurrency-models",      # bursts of sleep at 500 on three Spring targets (60 s)
+           "cpu-and-io-bursts",              # warm bursts of its claims' cells on Spring targets (60 s)
+           "gateway-vt-vs-webflux"}          # 2-s closed loops of k6 on the two gateways (40 s)
 # A capacity preset whose quick form finds pacer's open-model ceiling already in its --results-dir (as
 # tests/test_capacity.py seeds it): a run that measures a missing one is cold-start-and-spike:overload's
 # to show, and measuring it again took about 40 s
