@@ -356,3 +356,25 @@ def test_a_preset_s_report_opens_with_its_claims_judged(run_dir, tmp_path):
     assert "json at concurrency 64: vertx:eventloop" in section and "The study: 4 cores." in section
     assert re.search(r"\| (holds|does not hold|cannot tell at these repeats[^|]*) \|", section)
     assert "vertx:eventloop ahead of quarkus:reactive: ×" in section and "the study ×1.25" in section
+
+
+def test_the_why_table_shows_the_pools_a_scenario_s_calls_went_through():
+    """Fan-out's capacity is read against the HTTP client's pool: the downstream's own peaks sit beside
+    the threads; Redis's clients, counted in every cell, only where the requests sent it commands."""
+    def recorded(scenario, **columns):
+        return pd.DataFrame([{"run_id": "made-up", "target": "vertx:eventloop", "scenario": scenario,
+                              "concurrency": 256, "repeat": r, "status": "ok", "duration_s": 10.0,
+                              "jfr_samples": 500, "jfr_sleep_ms": 0, "jfr_parked_ms": 0, "jfr_monitor_blocked_ms": 0,
+                              "jfr_socket_read_ms": 0, "jfr_gc_pause_ms": 10, "jfr_platform_threads_busy": 2,
+                              "jfr_carrier_threads_busy": 0, "jfr_virtual_threads_sampled": 0, "jfr_pinned_count": 0,
+                              "jfr_pinned_ms": 0, "jfr_alloc_mb_per_s": 50, "redis_peak_clients": 4, **columns}
+                             for r in (1, 2, 3)]).reindex(columns=results.COLUMNS)
+    from orchestrator.report.why import why_table
+    fan_out = why_table(recorded("fan-out", downstream_peak_in_flight=384, downstream_peak_connections=512,
+                                 redis_commands_per_request=0.0), "fan-out").iloc[0]
+    assert (fan_out["downstream calls in flight (peak)"], fan_out["downstream connections (peak)"]) == ("384", "512")
+    assert "Redis clients (peak)" not in fan_out
+    cache = why_table(recorded("cache-aside", redis_commands_per_request=1.1, db_selects_per_request=0.1,
+                               db_peak_connections=16), "cache-aside").iloc[0]
+    assert (cache["Redis clients (peak)"], cache["MariaDB connections (peak)"]) == ("4", "16")
+    assert "downstream connections (peak)" not in cache

@@ -24,6 +24,12 @@ class Link:
         return self.text
 
 
+# The pools a request's calls go through, as the backends counted them at their peak in the window: read
+# against each target's declared limits (the parity table), they say whether a capacity met its pool's
+# limit (fan-out's calls against an HTTP client's connections) or the threads'.
+POOLS = {"downstream_peak_in_flight": "downstream calls in flight (peak)",
+         "downstream_peak_connections": "downstream connections (peak)",
+         "redis_peak_clients": "Redis clients (peak)", "db_peak_connections": "MariaDB connections (peak)"}
 # What a column means per second of the window: thread-seconds per second (threads on average).
 PER_SECOND = {"jfr_sleep_ms": "asleep", "jfr_parked_ms": "parked", "jfr_monitor_blocked_ms": "blocked on monitors",
               "jfr_socket_read_ms": "in socket reads"}
@@ -44,6 +50,9 @@ def why_table(df: pd.DataFrame, scenario: str, x: str | None = "concurrency") ->
     for column, label in PER_SECOND.items():
         ran[label] = _per_second(ran, column)
     ran["GC pause %"] = 100 * ran["jfr_gc_pause_ms"] / 1000 / ran["duration_s"]
+    # a pool only where the scenario used it: Redis's and MariaDB's clients are counted in every cell
+    pools = [c for c in POOLS if c in ran and (ran[c].fillna(0) > 0).any()
+             and (c.startswith("downstream") or _uses(ran, c))]
     out = []
     for key, cell in ran.groupby(["target", x] if x else ["target"], sort=True):
         med = cell.median(numeric_only=True)
@@ -59,6 +68,7 @@ def why_table(df: pd.DataFrame, scenario: str, x: str | None = "concurrency") ->
                "event loop in app code": "" if pd.isna(med["jfr_event_loop_app_share"])
                else f"{100 * med['jfr_event_loop_app_share']:.0f} %",
                "waiting on app locks": _lock_waits(med, cell),
+               **{POOLS[c]: _n(med[c]) for c in pools},
                "hottest method": hot.iloc[0].split("; ")[0] if len(hot) and hot.iloc[0] else "",
                "flame graphs": [Link(f"r{r.repeat}", r.jfr_flamegraph)
                                 for r in cell.sort_values("repeat").itertuples() if isinstance(r.jfr_flamegraph, str)]}
@@ -75,6 +85,13 @@ def _lock_waits(med: pd.Series, cell: pd.DataFrame) -> str:
     return f"{med['dump_app_lock_waiting']:,.1f}" + (f": {site}" if site else "")
 
 
+def _uses(ran: pd.DataFrame, pool: str) -> bool:
+    """Whether the scenario's requests did work on the pool's backend (its commands or statements)."""
+    work = ["redis_commands_per_request"] if pool.startswith("redis") else \
+        ["db_selects_per_request", "db_inserts_per_request"]
+    return any(c in ran and (ran[c].fillna(0) > 0.01).any() for c in work)
+
+
 def _n(value) -> str:
     return "" if pd.isna(value) else f"{value:,.0f}"
 
@@ -89,5 +106,7 @@ WHY_TEXT = ("What the JVM did in the measured window, from a Flight Recorder rec
             "application's own code (a busy or blocked event loop); threads waiting on a lock, semaphore or monitor "
             "taken in the application's own code, on average over thread dumps every 0.5 s or less often (virtual "
             "threads included, which Flight Recorder's parks miss), and where most of them waited: a limit in the "
-            "application, not in a pool or a backend; the hottest method with its share of all "
+            "application, not in a pool or a backend; where the scenario calls the downstream service, Redis or "
+            "MariaDB, the most calls and connections the backend saw at once (its own counters), to read against "
+            "each target's declared limits in the parity table; the hottest method with its share of all "
             "CPU samples; the flame graph of each repeat.")
