@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator import lazy
+from orchestrator.config.mix import Mix
 from orchestrator.config.scenarios import Scenario
 from orchestrator.drivers.registry import info, made
 from orchestrator.infra.procs import require_tool, spawn
@@ -136,6 +137,8 @@ class LoadResult:
     started_at: float = float("nan")                 # epoch seconds of the window's start
     steps: list["LoadResult"] = field(default_factory=list)   # ramp: one result per step
     timeseries: list[dict] = field(default_factory=list)      # ramp: one record per second
+    # a mix (config/mix.py): each scenario's own result, from its requests alone, by name
+    parts: dict[str, "LoadResult"] = field(default_factory=dict)
 
     @property
     def rps(self) -> float:
@@ -200,13 +203,6 @@ class DriverFailed(Exception):
     pass
 
 
-def one_path_only(spec: LoadSpec, generator: str) -> None:
-    """For a generator that sends one path: DriverFailed when the scenario walks ids (cache-aside)."""
-    if spec.scenario.ids:
-        raise DriverFailed(f"{generator} sends the same path every time, and {spec.scenario.name} asks for a "
-                           f"different item per request (its misses): load it with wrk, k6, pacer or Locust")
-
-
 def latency_fields(values_ms, counts=None) -> dict[str, float]:
     """min, mean, stdev, max and the PERCENTILES (nearest rank) of latencies, as LoadResult fields.
 
@@ -232,6 +228,17 @@ class Driver(abc.ABC):
     """A load generator. What it needs and runs (its executables, their packages, its process names,
     the profile kinds it runs) is declared by its entry in drivers/registry.py, under its `name`."""
     name: str
+    walks_ids = True   # it can send a different item per request (IdCycle: cache-aside's misses)
+    mixes = False      # it can send a mix of scenarios in one load and tell each one's results apart
+
+    def can_send(self, spec: LoadSpec) -> None:
+        """DriverFailed, saying which generators can, when this one cannot send spec's requests."""
+        if isinstance(spec.scenario, Mix) and not self.mixes:
+            raise DriverFailed(f"{self.name} sends one scenario a load, and {spec.scenario.name} is a mix of "
+                               f"{len(spec.scenario.parts)}: load it with pacer")
+        if spec.scenario.ids and not self.walks_ids:
+            raise DriverFailed(f"{self.name} sends the same path every time, and {spec.scenario.name} asks for a "
+                               f"different item per request (its misses): load it with wrk, k6, pacer or Locust")
 
     def executable(self) -> str:
         """The generator's path (the first tool of its registry entry); MissingTool, saying how to

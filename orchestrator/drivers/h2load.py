@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from orchestrator import lazy
-from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, one_path_only, run_generator
+from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generator
 from orchestrator.infra.procs import log_tail
 from orchestrator.targets.jvm import cpu_count
 
@@ -58,9 +58,10 @@ def gzip_away(path: Path) -> Path:
 
 class H2loadDriver(Driver):
     name = "h2load"
+    walks_ids = False
 
     def run(self, spec: LoadSpec) -> LoadResult:
-        one_path_only(spec, "h2load")
+        self.can_send(spec)
         h2load = self.executable()
         if spec.requests < spec.concurrency:
             raise DriverFailed(f"{spec.requests} requests cannot keep {spec.concurrency} connections busy")

@@ -189,6 +189,7 @@ class K6Driver(Driver):
     name = "k6"
 
     def run(self, spec: LoadSpec) -> LoadResult:
+        self.can_send(spec)
         k6 = self.executable()
         test, out_json, log, per_request = self.files(spec, "js", "json", "log", "requests.csv.gz")
         test.write_text(script(spec, str(out_json)))

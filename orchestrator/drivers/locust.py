@@ -171,6 +171,7 @@ class LocustDriver(Driver):
     name = "locust"
 
     def run(self, spec: LoadSpec) -> LoadResult:
+        self.can_send(spec)
         locust = self.executable()
         if spec.ramp is None:
             raise DriverFailed("the locust driver runs ramp profiles only")

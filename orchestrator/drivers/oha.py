@@ -10,7 +10,7 @@ import math
 import time
 from pathlib import Path
 
-from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec, one_path_only, run_generator
+from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec, run_generator
 from orchestrator.drivers.registry import info
 from orchestrator.infra.procs import log_tail, require_tool
 from orchestrator.targets.jvm import cpu_count
@@ -18,6 +18,7 @@ from orchestrator.targets.jvm import cpu_count
 
 class OhaDriver(Driver):
     name = "oha"
+    walks_ids = False
 
     def executable(self) -> str:
         # `cargo install` puts it in ~/.cargo/bin, which is often not on PATH
@@ -25,7 +26,7 @@ class OhaDriver(Driver):
         return require_tool(tool.executable, tool.how, extra_dirs=(str(Path.home() / ".cargo" / "bin"),))
 
     def run(self, spec: LoadSpec) -> LoadResult:
-        one_path_only(spec, "oha")
+        self.can_send(spec)
         oha = self.executable()
         out, log = self.files(spec, "json", "log")
         duration = max(1, math.ceil(spec.duration_s))

@@ -23,6 +23,8 @@ import json
 from pathlib import Path
 
 from orchestrator import lazy
+from orchestrator.config.mix import Mix, Part
+from orchestrator.config.scenarios import Scenario
 from orchestrator.drivers.base import (
     ARRIVAL,
     NOT_SENT,
@@ -59,11 +61,10 @@ def build() -> str:
     return str(compiled("pacer", SOURCE, [cc, "-O2", "-Wall", f'-DPACER_SOURCE="{source}"', "-o", "{out}", str(SOURCE)]))
 
 
-def request_bytes(spec: LoadSpec) -> bytes:
+def request_bytes(s: Scenario, host: str, port: int) -> bytes:
     """The request as pacer sends it: every time the same, but for the id of a scenario that walks
     ids (pacer puts each arrival's in place of "{id}": --ids)."""
-    s = spec.scenario
-    headers = {"Host": f"{spec.host}:{spec.port}", **s.headers}
+    headers = {"Host": f"{host}:{port}", **s.headers}
     if s.body is not None:
         headers["Content-Length"] = str(len(s.body))
     path = s.ids.prefix + "{id}" if s.ids else s.path
@@ -71,9 +72,24 @@ def request_bytes(spec: LoadSpec) -> bytes:
     return head.encode() + (s.body or b"")
 
 
-def ids_args(spec: LoadSpec) -> list[str]:
-    ids = spec.scenario.ids
-    return ["--ids", f"{ids.hot}:{ids.every}:{ids.first}:{ids.count}"] if ids else []
+def ids_args(s: Scenario) -> list[str]:
+    return ["--ids", f"{s.ids.hot}:{s.ids.every}:{s.ids.first}:{s.ids.count}"] if s.ids else []
+
+
+def parts_of(s: Scenario) -> list[Part]:
+    """What pacer sends: a mix's parts, or the one scenario."""
+    return list(s.parts) if isinstance(s, Mix) else [Part(s, 1.0)]
+
+
+def request_args(spec: LoadSpec, request_file: Path) -> list[str]:
+    """--request (with its --weight and --ids) per part, each request in a file of its own beside
+    request_file (its part's number in the name of all but the first)."""
+    argv = []
+    for k, part in enumerate(parts_of(spec.scenario)):
+        path = request_file if k == 0 else request_file.with_name(f"{request_file.stem}-part{k}.http")
+        path.write_bytes(request_bytes(part.scenario, spec.host, spec.port))
+        argv += ["--request", str(path), "--weight", f"{part.weight:g}", *ids_args(part.scenario)]
+    return argv
 
 
 def read_records(path: Path):
@@ -99,12 +115,14 @@ def keep_records(records, raw: Path) -> Path:
     return kept
 
 
-def result_of(summary: dict, records, window_s: float) -> LoadResult:
+def result_of(summary: dict, records, window_s: float, parts: list[Part] | None = None) -> LoadResult:
     """pacer's summary and records -> the window's LoadResult. Latencies are those of every request
     answered with a status below 400 (as k6's), in ms, those that waited past the window's end for a
     connection included (theirs are the longest). `requests` (and so rps) counts the responses to
     requests sent inside the window: an overloaded server's backlog, drained after it, is not
-    throughput (5 connections of 100-ms requests at 200/s answer 50/s, however long pacer waits)."""
+    throughput (5 connections of 100-ms requests at 200/s answer 50/s, however long pacer waits).
+    With the parts of a mix, `parts` holds each one's result by scenario name, from its arrivals alone
+    (connect errors and bytes are the connection's, not an arrival's: the mix's only)."""
     status = records["status"]
     sent_in_window = records["intended_ns"] + records["lag_us"].astype("u8") * 1000 <= window_s * 1e9
     answered = status > 0
@@ -120,7 +138,19 @@ def result_of(summary: dict, records, window_s: float) -> LoadResult:
         started_at=float(summary["started_at"]), arrivals=arrivals(records))
     for key, value in latency_fields(records["latency_ns"][good(records)] / 1e6).items():
         setattr(result, key, value)
+    if parts and len(parts) > 1:
+        part_of = records["flags"] >> 8
+        empty = dict(summary, bytes=0, errors_connect=0, late=0)
+        for k, part in enumerate(parts):
+            mine = records[part_of == k]
+            result.parts[part.scenario.name] = result_of({**empty, "late": _late(mine)}, mine, window_s)
     return result
+
+
+def _late(records) -> int:
+    """Arrivals sent later than the tolerance although a connection was idle (pacer's own `late`)."""
+    return int(((records["lag_us"] > TOLERANCE_US) & (records["flags"] & WAITED == 0)
+                & (records["status"] != ERR_DROPPED)).sum())
 
 
 def arrivals(records):
@@ -140,20 +170,21 @@ def behind_schedule(r: LoadResult) -> bool:
 
 class PacerDriver(Driver):
     name = "pacer"
+    mixes = True
 
     def run(self, spec: LoadSpec) -> LoadResult:
+        self.can_send(spec)
         if not spec.rate:
             raise DriverFailed("pacer runs arrival rates only (profile kinds rate and capacity)")
         pacer = self.executable()
         # the last of them, an earlier cell's kept records, only to be removed
         req, records, summary, log, _ = self.files(spec, "http", "records", "json", "log", "records.parquet")
-        req.write_bytes(request_bytes(spec))
-        argv = [pacer, "--host", spec.host, "--port", str(spec.port), "--request", str(req),
+        argv = [pacer, "--host", spec.host, "--port", str(spec.port), *request_args(spec, req),
                 "--rate", f"{spec.rate:g}", "--duration", f"{spec.duration_s:g}",
                 *[arg for rate, seconds in spec.then for arg in ("--then", f"{rate:g}:{seconds:g}")],
                 "--connections", str(spec.concurrency), "--timeout", f"{spec.timeout_s:g}",
                 "--preconnect", str(min(spec.concurrency, PRECONNECT)), "--tolerance-us", str(TOLERANCE_US),
-                "--records", str(records), *ids_args(spec)]
+                "--records", str(records)]
         # its summary is its stdout: the log holds it, and its complaints
         rc, wall_s, cpu_s = run_generator(argv, log, deadline_s=spec.total_s + spec.timeout_s + 30, cpus=spec.cpus)
         lines = log.read_text().splitlines() if log.exists() else []
@@ -165,7 +196,7 @@ class PacerDriver(Driver):
             raise DriverFailed(f"pacer wrote an unreadable summary ({e}): {log}") from None
         summary.write_text(json.dumps(doc, indent=1) + "\n")
         arrivals_read = read_records(records)
-        result = result_of(doc, arrivals_read, spec.total_s)
+        result = result_of(doc, arrivals_read, spec.total_s, parts_of(spec.scenario))
         keep_records(arrivals_read, records)
         result.loadgen_cpu_s, result.loadgen_wall_s = cpu_s, wall_s   # its whole run's, from wait4
         if result.dropped or result.requests < 0.95 * doc["arrivals"]:

@@ -138,6 +138,7 @@ class WrkDriver(Driver):
     name = "wrk"
 
     def run(self, spec: LoadSpec) -> LoadResult:
+        self.can_send(spec)
         wrk = self.executable()
         script, out_json, log = self.files(spec, "lua", "json", "log")
         threads = max(1, min(cpu_count(spec.cpus), spec.concurrency))

@@ -11,16 +11,21 @@
  *
  * Record (little-endian, 24 bytes): u64 intended_ns (from t0), u64 latency_ns (intended to the
  * response's last byte; 0 when none), u32 lag_us (intended to the request's first write), i16
- * status (HTTP status; ERR_* below when there was no response), u16 flags (WAITED: when it was due,
- * no connection was idle, so its lag is the server's, not pacer's).
+ * status (HTTP status; ERR_* below when there was no response), u16 flags (low byte: WAITED when it
+ * was due, no connection was idle, so its lag is the server's, not pacer's; high byte: the part of a
+ * mix it sent).
  *
  * usage: pacer --host 127.0.0.1 --port 8080 --request FILE --rate R --duration S --connections C
  *              --timeout S --records FILE [--preconnect N] [--tolerance-us U] [--then R2:S2 ...]
  * FILE holds the request's bytes as sent (request line, headers, body). With --ids HOT:EVERY:FIRST:COUNT
- * its first "{id}" is replaced, arrival i, by the id of step i of the cycle of config/scenarios.py's
- * IdCycle (HOT, but every EVERY-th arrival the next of COUNT cold ids from FIRST). Each --then adds a segment of
- * S2 seconds at R2 arrivals a second after the ones before (a spike: --rate 500 --duration 10
- * --then 2000:10 --then 500:30); the window is all of them.
+ * its first "{id}" is replaced, the k-th time it is sent, by the id of step k of the cycle of
+ * config/items.py's IdCycle (HOT, but every EVERY-th time the next of COUNT cold ids from FIRST). Each
+ * --then adds a segment of S2 seconds at R2 arrivals a second after the ones before (a spike: --rate
+ * 500 --duration 10 --then 2000:10 --then 500:30); the window is all of them.
+ *
+ * A mix: each --request starts a part, with its own --weight W (default 1) and --ids after it. Each
+ * arrival's part is drawn by weight, before the window, from a generator seeded by --seed (default 1),
+ * so a run is repeatable and the parts interleave as independent draws would, not in a fixed rotation.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -49,6 +54,13 @@ enum { P_HEAD, P_BODY, P_CHUNK_SIZE, P_CHUNK_EXT, P_CHUNK_DATA, P_CHUNK_CRLF, P_
 enum { WAITED = 1 };
 struct record { uint64_t intended_ns, latency_ns; uint32_t lag_us; int16_t status; uint16_t flags; };
 
+#define PARTS_MAX 16
+struct part {
+    char *request; size_t request_len; double weight;
+    long id_hot, id_every, id_first, id_count; size_t id_at;   /* --ids; id_at: where "{id}" was */
+    long sent;                                                 /* how many times it went out: its cycle's step */
+};
+
 struct conn {
     int fd, state, parse, status, close_after, got_bytes;
     size_t written, head_len, line_len;
@@ -56,13 +68,13 @@ struct conn {
     long arrival;                 /* the arrival it carries, -1: none */
     uint64_t sent_ns;
     const char *req; size_t req_len;   /* what it sends: the request, or its copy with the arrival's id */
-    char *own;                         /* that copy's buffer (--ids) */
+    char *own;                         /* that copy's buffer (a part with --ids) */
     char head[HEAD_MAX];
 };
 
 static struct sockaddr_in addr;
-static char *request; static size_t request_len;
-static long id_hot, id_every, id_first, id_count; static size_t id_at;   /* --ids; id_at: where "{id}" was */
+static struct part parts[PARTS_MAX]; static int n_parts;
+static uint64_t seed = 1;
 #define ID_MARK "{id}"
 static double rate, duration_s, timeout_s = 10;
 #define SEGMENTS_MAX 9
@@ -90,13 +102,33 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* each segment's arrivals at its own rate from its start; returns how many there are in all */
+/* splitmix64: a small generator whose draws are independent enough for picking a part by weight */
+static uint64_t next_random(void) {
+    uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static int draw_part(void) {
+    if (n_parts == 1) return 0;
+    double total = 0; for (int k = 0; k < n_parts; k++) total += parts[k].weight;
+    double u = (double)(next_random() >> 11) / 9007199254740992.0 * total;   /* [0, total) */
+    for (int k = 0; k < n_parts - 1; k++) { if (u < parts[k].weight) return k; u -= parts[k].weight; }
+    return n_parts - 1;
+}
+
+/* each segment's arrivals at its own rate from its start, each with its part; returns how many
+ * there are in all */
 static long schedule(struct record *out) {
     long i = 0; double start_s = 0;
     for (int k = 0; k < segments; k++) {
         long n = (long)(seg_rate[k] * seg_s[k]);
         for (long j = 0; j < n; j++, i++)
-            if (out) out[i].intended_ns = (uint64_t)(start_s * 1e9 + 0.5) + (uint64_t)((double)j * 1e9 / seg_rate[k] + 0.5);
+            if (out) {
+                out[i].intended_ns = (uint64_t)(start_s * 1e9 + 0.5) + (uint64_t)((double)j * 1e9 / seg_rate[k] + 0.5);
+                out[i].flags = (uint16_t)(draw_part() << 8);
+            }
         start_s += seg_s[k];
     }
     return i;
@@ -161,16 +193,18 @@ static void send_on(struct conn *c, long i, uint64_t t) {
     uint64_t lag = t - t0 - recs[i].intended_ns;
     recs[i].lag_us = lag / 1000 > UINT32_MAX ? UINT32_MAX : (uint32_t)(lag / 1000);
     if (lag / 1000 > (uint64_t)tolerance_us && !(recs[i].flags & WAITED)) late++;
-    c->req = request; c->req_len = request_len;
-    if (id_every) {
-        long k = i % (id_every * id_count);
-        long id = k % id_every == 0 ? id_first + k / id_every : id_hot;
-        size_t tail = request_len - id_at - strlen(ID_MARK);
-        memcpy(c->own, request, id_at);
-        int digits = sprintf(c->own + id_at, "%ld", id);
-        memcpy(c->own + id_at + digits, request + id_at + strlen(ID_MARK), tail);
-        c->req = c->own; c->req_len = id_at + (size_t)digits + tail;
+    struct part *p = &parts[recs[i].flags >> 8];
+    c->req = p->request; c->req_len = p->request_len;
+    if (p->id_every) {
+        long k = p->sent % (p->id_every * p->id_count);
+        long id = k % p->id_every == 0 ? p->id_first + k / p->id_every : p->id_hot;
+        size_t tail = p->request_len - p->id_at - strlen(ID_MARK);
+        memcpy(c->own, p->request, p->id_at);
+        int digits = sprintf(c->own + p->id_at, "%ld", id);
+        memcpy(c->own + p->id_at + digits, p->request + p->id_at + strlen(ID_MARK), tail);
+        c->req = c->own; c->req_len = p->id_at + (size_t)digits + tail;
     }
+    p->sent++;
     ssize_t n = write(c->fd, c->req, c->req_len);
     if (n < 0 && errno != EAGAIN) { fail(c, ERR_WRITE, &errors_write); return; }
     c->written = n < 0 ? 0 : (size_t)n;
@@ -349,12 +383,12 @@ static char *read_file(const char *path, size_t *len) {
 static void usage(const char *why) {
     fprintf(stderr, "pacer: %s\nusage: pacer --host IP --port N --request FILE --rate R --duration S "
                     "--connections C --timeout S --records FILE [--preconnect N] [--tolerance-us U] [--then RATE:SECONDS ...] "
-                    "[--ids HOT:EVERY:FIRST:COUNT]\n", why);
+                    "[--ids HOT:EVERY:FIRST:COUNT] [--weight W] [--request FILE [--weight W] [--ids ...] ...] [--seed N]\n", why);
     exit(2);
 }
 
 int main(int argc, char **argv) {
-    const char *host = "127.0.0.1", *request_path = NULL; int port = 0;
+    const char *host = "127.0.0.1", *request_paths[PARTS_MAX]; int port = 0;
 #ifndef PACER_SOURCE
 #define PACER_SOURCE "unknown"
 #endif
@@ -364,7 +398,16 @@ int main(int argc, char **argv) {
         if (!v) usage("every option takes a value");
         if (!strcmp(a, "--host")) host = v;
         else if (!strcmp(a, "--port")) port = atoi(v);
-        else if (!strcmp(a, "--request")) request_path = v;
+        else if (!strcmp(a, "--request")) {
+            if (n_parts == PARTS_MAX) usage("at most 16 --request parts");
+            request_paths[n_parts] = v; parts[n_parts++].weight = 1;
+        }
+        else if (!strcmp(a, "--weight")) {
+            char *end; double w = strtod(v, &end);
+            if (!n_parts || *end || !(w > 0)) usage("--weight takes a number > 0, after its --request");
+            parts[n_parts - 1].weight = w;
+        }
+        else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--rate")) rate = atof(v);
         else if (!strcmp(a, "--duration")) duration_s = atof(v);
         else if (!strcmp(a, "--connections")) max_conns = atoi(v);
@@ -373,8 +416,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--preconnect")) preconnect = atoi(v);
         else if (!strcmp(a, "--tolerance-us")) tolerance_us = atol(v);
         else if (!strcmp(a, "--ids")) {
-            if (sscanf(v, "%ld:%ld:%ld:%ld", &id_hot, &id_every, &id_first, &id_count) != 4 || id_every <= 0
-                || id_count <= 0 || id_hot < 0 || id_first < 0) usage("--ids takes HOT:EVERY:FIRST:COUNT, EVERY and COUNT > 0");
+            struct part *p = &parts[n_parts ? n_parts - 1 : 0];
+            if (!n_parts || sscanf(v, "%ld:%ld:%ld:%ld", &p->id_hot, &p->id_every, &p->id_first, &p->id_count) != 4
+                || p->id_every <= 0 || p->id_count <= 0 || p->id_hot < 0 || p->id_first < 0)
+                usage("--ids takes HOT:EVERY:FIRST:COUNT, EVERY and COUNT > 0, after its --request");
         }
         else if (!strcmp(a, "--then")) {
             if (segments == SEGMENTS_MAX) usage("at most 8 --then segments");
@@ -385,15 +430,19 @@ int main(int argc, char **argv) {
         else usage("unknown option");
         k++;
     }
-    if (!request_path || !records_path || port <= 0 || port > 65535) usage("--request, --records and --port are needed");
+    if (!n_parts || !records_path || port <= 0 || port > 65535) usage("--request, --records and --port are needed");
     if (rate <= 0 || duration_s <= 0 || max_conns <= 0 || timeout_s <= 0) usage("rate, duration, connections and timeout must be > 0");
     addr.sin_family = AF_INET; addr.sin_port = htons((uint16_t)port);
     if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) usage("--host must be an IPv4 address");
-    request = read_file(request_path, &request_len);
-    if (id_every) {
-        char *mark = memmem(request, request_len, ID_MARK, strlen(ID_MARK));
-        if (!mark) usage("--ids needs \"" ID_MARK "\" in the request");
-        id_at = (size_t)(mark - request);
+    size_t longest = 0; int any_ids = 0;
+    for (int k = 0; k < n_parts; k++) {
+        struct part *p = &parts[k];
+        p->request = read_file(request_paths[k], &p->request_len);
+        if (p->request_len > longest) longest = p->request_len;
+        if (!p->id_every) continue;
+        char *mark = memmem(p->request, p->request_len, ID_MARK, strlen(ID_MARK));
+        if (!mark) usage("--ids needs \"" ID_MARK "\" in its request");
+        p->id_at = (size_t)(mark - p->request); any_ids = 1;
     }
 
     struct rlimit rl; getrlimit(RLIMIT_NOFILE, &rl);
@@ -412,7 +461,7 @@ int main(int argc, char **argv) {
     for (long i = 0; i < total; i++) recs[i].status = ERR_DROPPED;
     for (int k = 0; k < max_conns; k++) {
         conns[k].state = C_CLOSED; conns[k].arrival = -1;
-        if (id_every && !(conns[k].own = malloc(request_len + 24))) { fprintf(stderr, "pacer: out of memory\n"); return 2; }
+        if (any_ids && !(conns[k].own = malloc(longest + 24))) { fprintf(stderr, "pacer: out of memory\n"); return 2; }
     }
     signal(SIGPIPE, SIG_IGN); signal(SIGINT, on_signal); signal(SIGTERM, on_signal);
     prctl(PR_SET_TIMERSLACK, 1UL);   /* wake at the arrival's time, not up to 50 us after it */
