@@ -63,3 +63,21 @@ def test_pacer_names_a_malformed_part_and_exits_2(args, problem, tmp_path):
     r = subprocess.run([build(), "--port", "1", "--rate", "1", "--duration", "1", "--records",
                         str(Path(tmp_path) / "rec"), *args], capture_output=True, text=True, timeout=10)
     assert r.returncode == 2 and problem in r.stderr, r.stderr
+
+
+def test_a_mix_s_window_gives_a_row_per_scenario_with_its_own_figures_and_nothing_of_the_server_s():
+    from orchestrator.drivers.base import LoadResult
+    from orchestrator.measure.rows import part_rows
+    window = LoadResult(requests=1000, duration_s=2.0, latency_p99=21.0, bytes=50_000,
+                        parts={"cache-aside": LoadResult(requests=700, duration_s=2.0, latency_p99=1.5),
+                               "db-write": LoadResult(requests=300, duration_s=2.0, latency_p99=21.0, errors_status=3)})
+    row = {"run_id": "r", "target": "vertx:eventloop", "scenario": "read-mostly", "concurrency": 64, "rate": 500.0,
+           "repeat": 1, "status": "ok", "reason": "", "check_flags": "host-steal", "rps": 500.0,
+           "server_cpu_s": 1.2, "redis_commands_per_request": 0.77}
+    cache, write = part_rows(row, window)
+    assert (cache["scenario"], cache["mix"], cache["rps"], cache["latency_p99_ms"]) == \
+        ("read-mostly/cache-aside", "read-mostly", 350.0, 1.5)
+    assert (write["rps"], write["errors_status"], write["check_flags"], write["rate"]) == (150.0, 3, "host-steal", 500.0)
+    # the server's CPU and the backends' counts are the window's, never split by a guess
+    assert "server_cpu_s" not in cache and "redis_commands_per_request" not in cache
+    assert part_rows(row, LoadResult(requests=1, duration_s=1.0)) == []

@@ -128,7 +128,12 @@ class WarmedUpCell:
                 for t, n in enumerate(answered or [])]
 
     def keep(self, name: str, results: list, rows: list[dict]) -> list[dict]:
-        return self.recorder.add(name, results, rows)
+        """The windows' rows with their recording's evidence; a mix's window followed by a row per
+        scenario in it (rows_mod.part_rows)."""
+        kept = self.recorder.add(name, results, rows)
+        return [out for row, result in zip(kept, results)
+                for out in ([{**row, "mix": row["scenario"]}, *rows_mod.part_rows(row, result)]
+                            if getattr(result, "parts", None) else [row])]
 
     def calm(self) -> float:
         """Wait (up to 30 s) until the server and the load CPUs are quiet and the host steals neither

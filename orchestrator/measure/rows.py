@@ -40,12 +40,7 @@ def measured(base: dict, r: LoadResult, smp: ServerSample, flags: list[str]) -> 
     """The row of one measured window: the generator's figures, the server's over the same window,
     and the backends' evidence."""
     return {
-        **base, "status": "ok", "reason": "", "requests": r.requests, "rps": r.rps,
-        "bytes": r.bytes, "errors_connect": r.errors_connect, "errors_read": r.errors_read,
-        "errors_write": r.errors_write, "errors_timeout": r.errors_timeout,
-        "errors_status": r.errors_status, "dropped": r.dropped, "duration_s": r.duration_s,
-        "late_sends": r.late_sends, "send_lag_p99_ms": _or_none(r.send_lag_p99),
-        **{latency_column(k): getattr(r, f"latency_{k}") for k in LATENCY_STATS},
+        **base, "status": "ok", "reason": "", **generator_figures(r, base["concurrency"]),
         "server_cpu_s": smp.cpu_s,
         "server_cpu_pct": 100.0 * smp.cpu_s / smp.wall_s if smp.wall_s else None,
         "server_peak_rss_mb": smp.peak_rss_bytes / MiB, "server_peak_threads": smp.peak_threads,
@@ -60,14 +55,45 @@ def measured(base: dict, r: LoadResult, smp: ServerSample, flags: list[str]) -> 
         "loadgen_cpus_steal_pct": smp.loadgen_cpus_steal_pct, "server_cpus_steal_pct": smp.server_cpus_steal_pct,
         "steal_peak_pct": smp.steal_peak_pct,
         "server_cpus_foreign_pct": smp.server_cpus_foreign_pct, "server_cpus_shared_by": smp.server_cpus_shared_by,
-        "co_corrected_mean_ms": _or_none(r.co_corrected_mean), "co_corrected_p99_ms": _or_none(r.co_corrected_p99),
-        "littles_ratio": littles_law_ratio(base["concurrency"], r), "check_flags": ",".join(flags),
-        "users_answered": r.users_answered,
+        "check_flags": ",".join(flags),
         "cpu_ms_per_request": 1000 * smp.cpu_s / r.requests if r.requests and smp.cpu_s == smp.cpu_s else None,
         "rps_per_core": r.requests / smp.cpu_s if smp.cpu_s else None,
         "rps_per_mib": r.rps / (smp.peak_rss_bytes / MiB) if smp.peak_rss_bytes else None,
         **(smp.evidence.per_request(r.requests, r.duration_s) if smp.evidence else {}),
     }
+
+
+def generator_figures(r: LoadResult, concurrency: int) -> dict:
+    """What the generator alone measured of a window's requests: counts, errors and latencies."""
+    return {
+        "requests": r.requests, "rps": r.rps,
+        "bytes": r.bytes, "errors_connect": r.errors_connect, "errors_read": r.errors_read,
+        "errors_write": r.errors_write, "errors_timeout": r.errors_timeout,
+        "errors_status": r.errors_status, "dropped": r.dropped, "duration_s": r.duration_s,
+        "late_sends": r.late_sends, "send_lag_p99_ms": _or_none(r.send_lag_p99),
+        **{latency_column(k): getattr(r, f"latency_{k}") for k in LATENCY_STATS},
+        "co_corrected_mean_ms": _or_none(r.co_corrected_mean), "co_corrected_p99_ms": _or_none(r.co_corrected_p99),
+        "littles_ratio": littles_law_ratio(concurrency, r), "users_answered": r.users_answered,
+    }
+
+
+# What a mix's scenario's row keeps of the window's row: what the cell is, and nothing the server or the
+# backends measured over the whole window (that is the mix's, on its own row)
+CELL_COLUMNS = ("run_id", "started_at", "target", "framework", "variant", "jvm_mode", "start", "runtime", "network",
+                "network_rtt_ms", "driver", "profile", "kind", "repeat", "heap", "server_cpus", "loadgen_cpus",
+                "startup_s", "rss_after_start_mb", "warmup_s", "warmup_windows", "concurrency", "rate", "step",
+                "since_launch_s", "status", "reason", "check_flags", "slo", "verdict")
+
+
+def part_rows(row: dict, r: LoadResult) -> list[dict]:
+    """A mix's window (config/mix.py): the mix's row named as the mix, and a row per scenario in it,
+    scenario MIX/NAME, with its own requests' figures (rps, percentiles, errors) from the generator and
+    the window's flags; [] for a window of one scenario."""
+    if not r.parts:
+        return []
+    name = row["scenario"]
+    return [{**{k: row[k] for k in CELL_COLUMNS if k in row}, "scenario": f"{name}/{part}", "mix": name,
+             **generator_figures(figures, row["concurrency"])} for part, figures in r.parts.items()]
 
 
 def second(base: dict, record: dict, smp: ServerSample) -> dict:

@@ -57,6 +57,9 @@ ROW_TYPES = [
     # (warm: warmed up until steady; cold: no warm-up, a fresh JVM per cell); the target id says both
     ("jvm_mode", "string"), ("start", "string"),
     ("runtime", "string"), ("scenario", "string"),
+    # a mix's window (config/mix.py): its name, on its own row (scenario: the mix) and on one row per
+    # scenario in it (scenario MIX/NAME: that scenario's requests' figures alone); null otherwise
+    ("mix", "string"),
     # a topology's network level (topology.py): the varying link and its shape, e.g. "app-db rtt 20 ms";
     # null in a run of one level (run.json's "network" then says where everything ran). network_rtt_ms:
     # that link's round trip as probed when the level began (median of 10), not the configured one
