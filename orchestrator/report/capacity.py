@@ -158,7 +158,7 @@ def spike_chart(ts: pd.DataFrame, scenario: str, colors: dict, bound_ms: float |
 
 def efficiency_table(probes: pd.DataFrame, capacity: pd.DataFrame, common_rate: float) -> pd.DataFrame:
     """Per target and scenario: the cost of a request at the common rate and at capacity (medians
-    over repeats)."""
+    over repeats), and the server's CPU at capacity (of its CPUs' time)."""
     probes = probes[~past_the_knee(probes)]
     common = probes[probes["rate"] == common_rate]
     common = common.assign(passed=common["verdict"].str.startswith("pass"))
@@ -166,8 +166,10 @@ def efficiency_table(probes: pd.DataFrame, capacity: pd.DataFrame, common_rate: 
         ["cpu_ms_per_request", "rps_per_mib", "server_peak_rss_mb", latency_column("p99"), "startup_s"]].median()
     # a target that could not carry the common rate was overloaded there: its cost is not comparable
     at_common["met"] = common.groupby(["scenario", "target"])["passed"].all().map({True: "yes", False: "no ✗"})
+    # what bound it: a server CPU near 100 % at capacity is the core's limit; well below it, a pool's or
+    # the threads' (the why tables give the pools' peaks against the declared limits)
     at_capacity = capacity[capacity["requests"] > 0].groupby(["scenario", "target"])[
-        ["rps", "rps_per_core", "rps_per_mib"]].median()
+        [c for c in ("rps", "rps_per_core", "rps_per_mib", "server_cpu_pct") if c in capacity]].median()
     out = at_common.join(at_capacity, how="outer", rsuffix="_cap").reset_index()
     fmt = {"met": ("objective met @ common", "{}"),
            "cpu_ms_per_request": ("CPU ms/req @ common", "{:.3f}"),
@@ -177,7 +179,8 @@ def efficiency_table(probes: pd.DataFrame, capacity: pd.DataFrame, common_rate: 
            "startup_s": ("startup s", "{:.2f}"),
            "rps": ("req/s @ capacity", "{:,.0f}"),
            "rps_per_core": ("req per CPU-s @ capacity", "{:,.0f}"),
-           "rps_per_mib_cap": ("req/s per MiB @ capacity", "{:.2f}")}
+           "rps_per_mib_cap": ("req/s per MiB @ capacity", "{:.2f}"),
+           "server_cpu_pct": ("server CPU % @ capacity", "{:.0f}")}
     for col, (_, spec) in fmt.items():
         if col in out:
             out[col] = out[col].map(lambda v, s=spec: s.format(v) if v == v and v is not None else "")

@@ -322,7 +322,10 @@ def _capacity_blocks(probes: pd.DataFrame, capacity: pd.DataFrame, meta: dict, c
               ("h3", f"Cost per request at the common rate ({common_rate:g} req/s) and at capacity"),
               ("p", "At the common rate every target does the same work, so CPU per request and memory compare "
                     "directly; at capacity, requests per CPU-second is what one fully busy core serves at that "
-                    "cost, and req/s per MiB of peak RSS is the throughput density."),
+                    "cost, and req/s per MiB of peak RSS is the throughput density. The server's CPU at "
+                    "capacity says what bound it: near 100 % its core; well below, a limit of its own (workers, "
+                    "carriers, a client's pool: the why tables give each pool's peak, the parity table each "
+                    "target's declared limits)."),
               ("table", capacity_report.efficiency_table(probes, capacity, common_rate))]
     overload = capacity_report.overload_table(probes, capacity)
     if overload is not None:
