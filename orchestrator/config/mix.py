@@ -66,3 +66,34 @@ def mix(name: str, weights: dict[str, float], scenarios: dict[str, Scenario] = S
 
 
 MAX_PARTS = 16   # pacer's PARTS_MAX: a record keeps its part in a byte, and pacer holds each part's request
+MAX_CALLS = 16   # fan-out's calls: the contract's maximum (CONTRACT.md)
+
+
+def with_parameters(scenario: Scenario, params: dict) -> Scenario:
+    """The scenario with a workload's parameters for it: fan-out's `calls` (1 to MAX_CALLS, each a call
+    to the downstream in flight at once) and cache-aside's `miss_share` (one request in a whole number
+    misses: 0.5, 0.25, 0.2, 0.1, 0.05 ...). UsageError names what is wrong; a scenario of neither takes none."""
+    takes = {"fan-out": ("calls",), "cache-aside": ("miss_share",)}.get(scenario.name, ())
+    for key in params:
+        if key not in takes:
+            raise UsageError(f"{scenario.name} takes " + (f"only {', '.join(takes)}" if takes else "no parameters") +
+                             f", not {key!r}")
+    if "calls" in params:
+        calls = params["calls"]
+        if isinstance(calls, bool) or not isinstance(calls, int) or not 1 <= calls <= MAX_CALLS:
+            raise UsageError(f"fan-out's calls must be a whole number from 1 to {MAX_CALLS}, not {calls!r}")
+        return replace(scenario, path=f"/fan-out?calls={calls}", expected=[{"call": i} for i in range(1, calls + 1)],
+                       backend_work={**scenario.backend_work, "downstream_calls": calls},
+                       contract=scenario.contract.replace("three GETs", f"{calls} GET{'s' if calls > 1 else ''}", 1))
+    if "miss_share" in params:
+        share = params["miss_share"]
+        every = round(1 / share) if isinstance(share, (int, float)) and not isinstance(share, bool) and 0 < share <= 1 \
+            else 0
+        if not every or abs(1 / every - share) > 1e-9:
+            raise UsageError(f"cache-aside's miss_share must be one request in a whole number (0.5, 0.25, 0.2, 0.1, "
+                             f"0.05 ...), not {share!r}")
+        ids = replace(scenario.ids, every=every)
+        return replace(scenario, ids=ids, backend_work={"redis_commands": 1 + ids.miss_share,
+                                                        "db_selects": ids.miss_share},
+                       contract=scenario.contract.replace("one request in ten", f"one request in {every}", 1))
+    return scenario

@@ -1,0 +1,88 @@
+"""Workload files (config/workload.py): the shipped ones read, and a bad one is one line naming the
+file and the field."""
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.config import workload
+from orchestrator.config.catalog import discover
+from orchestrator.errors import UsageError
+
+GOOD = '''description = "d"
+targets = ["vertx:eventloop", "spring-mvc:virtual"]
+objective = "p99=50ms"
+[mix]
+cache-aside = 70
+db-read = 20
+db-write = 10
+'''
+
+
+def read(tmp_path, text: str):
+    path = tmp_path / "w.toml"
+    path.write_text(text)
+    return workload.load(path, discover())
+
+
+def test_the_shipped_workloads_read_and_say_their_mix():
+    for name, path in workload.shipped().items():
+        w = workload.load(path, discover())
+        assert w.name == name and sum(w.mix.shares.values()) == pytest.approx(1) and w.targets
+    aggregator = workload.load(workload.find("aggregator"), discover())
+    assert aggregator.mix.backend_work["downstream_calls"] == pytest.approx(0.8 * 3) and aggregator.mix.wait_ms == 20
+
+
+def test_a_workload_s_parameters_change_its_scenarios_requests_and_their_contract(tmp_path):
+    w = read(tmp_path, GOOD.replace("db-write = 10\n", "fan-out = 10\n") +
+             "[parameters.cache-aside]\nmiss_share = 0.25\n[parameters.fan-out]\ncalls = 2\n")
+    parts = {p.scenario.name: p.scenario for p in w.mix.parts}
+    assert parts["cache-aside"].ids.every == 4 and parts["cache-aside"].backend_work["db_selects"] == 0.25
+    assert "one request in 4" in parts["cache-aside"].contract
+    assert parts["fan-out"].path == "/fan-out?calls=2" and parts["fan-out"].expected == [{"call": 1}, {"call": 2}]
+    assert w.prices == workload.EXAMPLE_PRICES and w.prices_are_examples
+
+
+@pytest.mark.parametrize("change, problem", [
+    (("cache-aside = 70", "cach-aside = 70"), "field 'mix.cach-aside': unknown scenario"),
+    (("db-read = 20", "db-read = 0"), "field 'mix': the weight of 'db-read' must be a number above 0, not 0"),
+    (("db-read = 20", "db-read = -2"), "must be a number above 0, not -2"),
+    (("db-read = 20", 'db-read = "20"'), "must be a number above 0, not '20'"),
+    (("db-write = 10", "db-write = 10\ndb-read = 5"), "not valid TOML"),
+    (("[mix]", '[objectives]\njson = "p99=5ms"\n[mix]'), "field 'objectives.json': unknown field; valid: cache-aside"),
+    (("[mix]", '[objectives]\ndb-write = "fast"\n[mix]'), "field 'objectives.db-write': 'fast' is not PERCENTILE"),
+    (("[mix]", "[prices]\ncore = -0.04\n[mix]"), "field 'prices.core': must be a price per hour of 0 or more, not -0.04"),
+    (("[mix]", "[prices]\ncpu = 1\n[mix]"), "field 'prices.cpu': unknown field"),
+    (("[mix]", 'heaps = ["12x"]\n[mix]'), "field 'heaps[0]': '12x' must look like 512m or 2g"),
+    (("[mix]", 'heaps = ["256m", "8m"]\n[mix]'), "field 'heaps[1]': 8m is outside what a target can run with"),
+    (("[mix]", 'heaps = ["4096g"]\n[mix]'), "field 'heaps[0]': 4096g is outside"),
+    (('"vertx:eventloop"', '"vertx:nope"'), "field 'targets[0]': unknown variant 'nope' of vertx"),
+    (('"vertx:eventloop", "spring-mvc:virtual"', '"gateway:webflux"'), "field 'targets[0]': gateway:webflux does "
+                                                                         "not serve cache-aside, db-read, db-write"),
+    (('"vertx:eventloop", "spring-mvc:virtual"', '"vertx:eventloop", "vertx:eventloop"'), "names a target twice"),
+    (("[mix]", "[parameters.json]\nx = 1\n[mix]"), "field 'parameters.json': unknown field"),
+    (("[mix]", "[parameters.cache-aside]\nmiss_share = 0.3\n[mix]"),
+     "field 'parameters.cache-aside': cache-aside's miss_share must be one request in a whole number"),
+    (("[mix]", "[parameters.db-read]\nids = 5\n[mix]"), "field 'parameters.db-read': db-read takes no parameters"),
+    (("description", "descripton"), "field 'descripton': unknown field"),
+])
+def test_a_bad_workload_is_one_line_naming_its_field(tmp_path, change, problem):
+    with pytest.raises(UsageError) as e:
+        read(tmp_path, GOOD.replace(*change))
+    said = str(e.value)
+    assert problem in said and "\n" not in said and str(tmp_path / "w.toml") in said, said
+
+
+def test_a_fan_out_of_more_calls_than_the_contract_allows_is_named(tmp_path):
+    with pytest.raises(UsageError, match="fan-out's calls must be a whole number from 1 to 16, not 17"):
+        read(tmp_path, GOOD.replace("db-write = 10", "fan-out = 10") + "[parameters.fan-out]\ncalls = 17\n")
+
+
+@pytest.mark.parametrize("make, problem", [
+    (lambda p: p.write_bytes(b"description = \"\xff\"\n"), "not UTF-8"),
+    (lambda p: p.mkdir(), "a folder, not a file"),
+])
+def test_a_workload_that_is_not_a_text_file_is_named(tmp_path, make, problem):
+    path = tmp_path / "w.toml"
+    make(path)
+    with pytest.raises(UsageError, match=problem):
+        workload.load(path, discover())
