@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 
 import pytest
 from conftest import FIXTURES
@@ -9,7 +10,7 @@ from conftest import FIXTURES
 from orchestrator import REPO_ROOT
 from orchestrator.cli.run_command import run
 from orchestrator.cli.run_options import RunOptions
-from orchestrator.config.catalog import discover
+from orchestrator.config.catalog import discover, resolve
 from orchestrator.errors import UsageError
 
 
@@ -72,3 +73,35 @@ def test_a_preset_of_parts_is_a_run_per_part_each_with_its_own_profile(tmp_path)
     assert (quick.profile.overload, quick.profile.spike_s, quick.profile.recovery_window_s) == ((2.0,), 2.0, 6.0)
     with pytest.raises(UsageError, match="preset 'cold-start-and-spike' has no part 'warm'; valid: cold, overload"):
         asked(preset="cold-start-and-spike:warm", results_dir=tmp_path).plans(discover(REPO_ROOT / "frameworks"), print)
+
+
+def test_a_workload_chooses_the_targets_the_mix_and_a_capacity_search_at_its_objective(tmp_path):
+    said = []
+    plan = asked(workload="read-mostly", results_dir=tmp_path).plan(discover(REPO_ROOT / "frameworks"), said.append)
+    assert set(plan.matrix) == {"spring-mvc:platform", "spring-mvc:virtual", "spring-webflux:reactive",
+                                "quarkus:reactive", "vertx:eventloop"}
+    assert set(map(tuple, plan.matrix.values())) == {("read-mostly",)}
+    assert (plan.profile.kind, plan.profile.slo_percentile, plan.profile.slo_ms) == ("capacity", "p99", 50.0)
+    mix = plan.scenario("read-mostly")
+    assert mix.shares == {"cache-aside": 0.7, "db-read": 0.2, "db-write": 0.1}
+    assert [p.objective for p in mix.parts] == [None, None, ("p99", 100.0)]
+    assert said[0].startswith("workload read-mostly: A catalogue service") and "70 % cache-aside" in said[1]
+    # run.json keeps the mix, and a resumed run makes the same one
+    from orchestrator.config.plan import Plan
+    again = Plan.from_dict(json.loads(json.dumps(plan.to_dict())))
+    vertx = resolve(discover(REPO_ROOT / "frameworks"), "vertx:eventloop")
+    assert again.scenario("read-mostly") == mix and again.scenarios_of(vertx) == ["read-mostly"]
+    # --slo and --heap stay the user's
+    plan = asked(workload="read-mostly", slo="p99=20ms", results_dir=tmp_path).plan(discover(REPO_ROOT / "frameworks"),
+                                                                                    said.append)
+    assert plan.profile.slo_ms == 20.0
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"workload": "read-mostly", "scenario": "json"}, "--workload chooses the targets, the mix and the profile"),
+    ({"workload": "read-mostly", "preset": "redis-frameworks"}, "--workload and --preset each choose"),
+    ({"workload": "nope"}, "unknown workload 'nope': neither a shipped one \\(aggregator, read-mostly\\) nor a file"),
+])
+def test_a_workload_is_refused_with_what_it_replaces(given, message, tmp_path):
+    with pytest.raises(UsageError, match=message):
+        asked(results_dir=tmp_path, **given).plan(discover(REPO_ROOT / "frameworks"), lambda _: None)

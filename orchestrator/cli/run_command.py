@@ -49,6 +49,10 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
         preset: Optional[str] = typer.Option(None, "--preset", help="Run a study's targets, scenarios and profile "
                                              "(`bench presets`; a preset of parts runs each part as a run of its "
                                              "own, NAME:PART one of them); -f, -v, -s and --profile do not apply."),
+        workload: Optional[str] = typer.Option(None, "--workload", help="Your service as a file: a mix of "
+                                               "scenarios, its objective, the targets and prices (a shipped one by "
+                                               "name: read-mostly, aggregator; docs/workloads.md). Its capacity per "
+                                               "target; -f, -v, -s and --profile do not apply."),
         quick: bool = typer.Option(False, "--quick", help="With --preset: its short form, for CI."),
         concurrency: Optional[str] = typer.Option(None, "--concurrency", "-c", help="Connections (VUs for rate), "
                                                   "comma-separated; overrides the profile."),

@@ -11,13 +11,14 @@ from typing import Callable, Optional
 from rich.markup import escape
 
 from orchestrator.cli.common import check_writable, override_profile, parse_settings, select_targets
-from orchestrator.config import presets, profiles
+from orchestrator.config import presets, profiles, workload
 from orchestrator.config import topology as topology_mod
 from orchestrator.config.modes import JVM_MODES, STARTS, with_modes
 from orchestrator.config.plan import Plan
 from orchestrator.config.scenarios import SCENARIOS, parse_list
 from orchestrator.errors import BadFile, UsageError
 from orchestrator.infra.docker_engine import remote_address
+from orchestrator.results.schema import percentile_label
 from orchestrator.results.store import RUN_JSON, RunStore
 
 
@@ -29,6 +30,7 @@ class RunOptions:
     scenario: Optional[str]
     profile: str
     preset: Optional[str]
+    workload: Optional[str]
     quick: bool
     concurrency: Optional[str]
     rate: Optional[str]
@@ -77,16 +79,23 @@ class RunOptions:
             raise UsageError("--quick goes with --preset")
         if self.repeat is not None and self.repeat < 1:
             raise UsageError("--repeat must be 1 or more")
+        if self.workload and self.preset:
+            raise UsageError("--workload and --preset each choose the targets, scenarios and profile: give one")
         chosen = self._preset(catalog, say, scaled) if self.preset else None
+        mixes, slo, heap = {}, self.slo, self.heap
         if chosen:
             matrix, prof = chosen.matrix, chosen.profile
+        elif self.workload:
+            w = self._workload(catalog, say)
+            matrix, prof, mixes = {t: [w.name] for t in w.targets}, profiles.load("capacity"), {w.name: w.spec}
+            slo, heap = slo or w.objective_text, heap or (w.heaps[0] if w.heaps else None)
         else:
             scenarios = parse_list(self.scenario, list(SCENARIOS), "scenario")
             matrix = {t.id: scenarios for t in select_targets(self.framework, self.variant, catalog)}
             prof = profiles.load(self.profile)
         prof = override_profile(prof, self.concurrency, self.rate, self.requests, self.workers, self.warmup,
-                                self.warmup_max, self.duration, self.repeat, self.slo)
-        settings = parse_settings(self.server_cpus, self.loadgen_cpus, self.heap, self.port, self.redis_port,
+                                self.warmup_max, self.duration, self.repeat, slo)
+        settings = parse_settings(self.server_cpus, self.loadgen_cpus, heap, self.port, self.redis_port,
                                   self.db_port, self.runtime, self.memory, self.offline, self.start_timeout,
                                   self.db_pool_size, self.redis_pool_size, self.timeout, self.fresh_jvm_per_scenario,
                                   chosen, self.jfr, self.topology, self.locust_master, self.downstream_ms,
@@ -103,7 +112,7 @@ class RunOptions:
         settings = replace(settings, jvm_modes=tuple(jvm_modes), starts=tuple(starts))
         matrix = with_modes(matrix, jvm_modes, starts)
         plan = Plan(matrix=matrix, profile=prof, settings=settings, preset=self.preset,
-                    claims=list(chosen.claims) if chosen else [])
+                    claims=list(chosen.claims) if chosen else [], mixes=mixes)
         plan.check_served(catalog)
         if plan.topology.workers != topology_mod.LOCAL and not (prof.ramp and prof.ramp.workers):
             raise UsageError(f"topology {plan.topology.name} puts Locust workers on host {plan.topology.workers}: "
@@ -113,6 +122,21 @@ class RunOptions:
                              "(-p ramp --workers N)")
         check_writable(self.results_dir)
         return plan
+
+    def _workload(self, catalog: dict, say: Callable[[str], None]) -> workload.Workload:
+        """The workload file asked for: it chooses the targets, the mix and the profile (capacity at its
+        objective), as a preset does."""
+        if self.preset or self.framework or self.variant or self.scenario or self.profile != "throughput":
+            raise UsageError("--workload chooses the targets, the mix and the profile (capacity at its objective): "
+                             "leave out --preset, -f, -v, -s and --profile")
+        w = workload.load(workload.find(self.workload), catalog)
+        say(f"workload {w.name}: {w.description}")
+        say(f"[dim]{escape(w.mix.contract)}; objective {w.objective_text}"
+            + "".join(f", {s} {percentile_label(o[0])}={o[1]:g}ms" for s, o in w.objectives.items()) + "[/]")
+        if len(w.heaps) > 1 and not self.heap:
+            say(f"heaps: {w.heaps[0]} measured; each other heap ({', '.join(w.heaps[1:])}) is a run of its own with "
+                f"--heap (a heap as a mode of a target, beside the others in one run, is not built yet)")
+        return w
 
     def _preset(self, catalog: dict, say: Callable[[str], None], scaled: bool) -> presets.Preset:
         """The preset asked for, in its quick form with --quick; it chooses what -f, -v, -s and --profile would."""

@@ -21,6 +21,8 @@ from orchestrator.errors import UsageError
 class Part:
     scenario: Scenario
     weight: float
+    # its own objective besides the mix's: (percentile key, bound in ms over its own wait); None: the mix's only
+    objective: tuple[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -41,9 +43,11 @@ class Mix(Scenario):
         return replace(self, parts=tuple(replace(p, scenario=p.scenario.for_run(downstream_ms)) for p in self.parts))
 
 
-def mix(name: str, weights: dict[str, float], scenarios: dict[str, Scenario] = SCENARIOS) -> Mix:
+def mix(name: str, weights: dict[str, float], scenarios: dict[str, Scenario] = SCENARIOS,
+        objectives: dict[str, tuple[str, float]] | None = None) -> Mix:
     """The mix `name` of the scenarios `weights` names, each with its weight (any positive numbers:
-    70/20/10 and 0.7/0.2/0.1 are the same mix). UsageError names what is wrong."""
+    70/20/10 and 0.7/0.2/0.1 are the same mix) and, in objectives, its own objective if it has one.
+    UsageError names what is wrong."""
     if not weights:
         raise UsageError(f"mix {name!r}: it names no scenario")
     unknown = [s for s in weights if s not in scenarios]
@@ -54,7 +58,9 @@ def mix(name: str, weights: dict[str, float], scenarios: dict[str, Scenario] = S
             raise UsageError(f"mix {name!r}: the weight of {s!r} must be a number above 0, not {w!r}")
     if len(weights) > MAX_PARTS:
         raise UsageError(f"mix {name!r}: at most {MAX_PARTS} scenarios, not {len(weights)}")
-    parts = tuple(Part(scenarios[s], float(w)) for s, w in weights.items())
+    objectives = objectives or {}
+    parts = tuple(Part(scenarios[s], float(w), tuple(objectives[s]) if s in objectives else None)
+                  for s, w in weights.items())
     total = sum(p.weight for p in parts)
     work: dict[str, float] = {}
     for p in parts:
@@ -63,6 +69,18 @@ def mix(name: str, weights: dict[str, float], scenarios: dict[str, Scenario] = S
     said = ", ".join(f"{100 * p.weight / total:.4g} % {p.scenario.name}" for p in parts)
     return Mix(name, "GET", "", 200, "", backend_work=work, parts=parts,
                contract=f"a mix of requests, each one of these drawn by its share: {said}")
+
+
+def parts_of(s: Scenario) -> list[Part]:
+    """What a load of s sends: a mix's parts, or the one scenario."""
+    return list(s.parts) if isinstance(s, Mix) else [Part(s, 1.0)]
+
+
+def build(name: str, spec: dict) -> Mix:
+    """The mix a plan records (Plan.mixes: its weights, its scenarios' parameters and objectives), made again."""
+    params = spec.get("parameters", {})
+    return mix(name, spec["weights"], {n: with_parameters(SCENARIOS[n], params.get(n, {})) for n in spec["weights"]},
+               spec.get("objectives"))
 
 
 MAX_PARTS = 16   # pacer's PARTS_MAX: a record keeps its part in a byte, and pacer holds each part's request

@@ -7,8 +7,9 @@ import random
 from dataclasses import asdict, dataclass, field, fields
 
 from orchestrator.config.catalog import Target, resolve
+from orchestrator.config.mix import build, parts_of
 from orchestrator.config.profiles import Profile
-from orchestrator.config.scenarios import SCENARIOS
+from orchestrator.config.scenarios import SCENARIOS, Scenario
 from orchestrator.config.topology import Topology
 from orchestrator.errors import BenchError
 from orchestrator.infra import downstream
@@ -81,6 +82,9 @@ class Plan:
     # resumed run reads them back rather than drawing again.
     seed: int = field(default_factory=lambda: random.SystemRandom().randrange(2 ** 32))
     rounds: list[list[str]] | None = None
+    # a workload's mixes by name (config/mix.py): each one's weights and its scenarios' parameters, as
+    # run.json keeps them, so that a resumed run sends the same requests
+    mixes: dict[str, dict] = field(default_factory=dict)
 
     def __post_init__(self):
         if self.rounds is None:
@@ -99,9 +103,15 @@ class Plan:
     def repeat(self) -> int:
         return self.profile.repeat
 
+    def scenario(self, name: str) -> Scenario:
+        """The scenario (or the workload's mix) of that name."""
+        return build(name, self.mixes[name]) if name in self.mixes else SCENARIOS[name]
+
     def scenarios_of(self, target: Target) -> list[str]:
+        """The plan's scenarios the target serves (a mix: every one in it)."""
         own = target.framework.scenarios
-        return [s for s in (self.matrix.get(target.id) or own) if SCENARIOS[s].served_as in own]
+        return [s for s in (self.matrix.get(target.id) or own)
+                if all(p.scenario.served_as in own for p in parts_of(self.scenario(s)))]
 
     @property
     def topology(self) -> Topology:
@@ -150,4 +160,5 @@ class Plan:
         # a run made before randomised rounds ran its targets in the plan's order, round after round
         rounds = d.get("rounds") or [list(d["matrix"])] * Profile.from_dict(d["profile"]).repeat
         return cls(matrix=d["matrix"], profile=Profile.from_dict(d["profile"]), settings=settings,
-                   preset=d.get("preset"), claims=d.get("claims", []), seed=d.get("seed", 0), rounds=rounds)
+                   preset=d.get("preset"), claims=d.get("claims", []), seed=d.get("seed", 0), rounds=rounds,
+                   mixes=d.get("mixes", {}))

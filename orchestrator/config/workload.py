@@ -30,7 +30,7 @@ from pathlib import Path
 
 from orchestrator.config.catalog import Catalog, resolve
 from orchestrator.config.documents import Document
-from orchestrator.config.mix import Mix, mix, with_parameters
+from orchestrator.config.mix import Mix, build, with_parameters
 from orchestrator.config.objective import parse_slo
 from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.errors import UsageError
@@ -48,6 +48,8 @@ class Workload:
     name: str
     description: str
     mix: Mix
+    spec: dict                                        # the mix as a plan records it (mix.build)
+    objective_text: str
     targets: tuple[str, ...]
     objective: tuple[str, float]                      # (percentile key, bound in ms over the mix's wait)
     objectives: dict[str, tuple[str, float]] = field(default_factory=dict)   # per scenario in the mix
@@ -78,23 +80,25 @@ def load(path: Path, catalog: Catalog) -> Workload:
     weights = doc.get("mix", dict)
     params = doc.sub("parameters", {})
     params.check_keys(tuple(weights))
-    scenarios = dict(SCENARIOS)
     for name in weights:
         if name not in SCENARIOS:
             doc.fail(f"mix.{name}", f"unknown scenario; valid: {', '.join(SCENARIOS)}")
         if name in params:
             try:
-                scenarios[name] = with_parameters(SCENARIOS[name], params.get(name, dict, nonempty=False))
+                with_parameters(SCENARIOS[name], params.get(name, dict, nonempty=False))
             except UsageError as e:
                 doc.fail(f"parameters.{name}", str(e))
-    try:
-        the_mix = mix(path.stem, weights, scenarios)
-    except UsageError as e:
-        doc.fail("mix", str(e).partition(": ")[2])
-    objective = _objective(doc, "objective", doc.get("objective", str, "p99=50ms"))
+    objective_text = doc.get("objective", str, "p99=50ms")
+    objective = _objective(doc, "objective", objective_text)
     per = doc.sub("objectives", {})
     per.check_keys(tuple(weights))
     objectives = {s: _objective(per, s, per.get(s, str)) for s in per.table}
+    spec = {"weights": dict(weights), "parameters": {n: dict(v) for n, v in params.table.items()},
+            "objectives": {s: list(o) for s, o in objectives.items()}}
+    try:
+        the_mix = build(path.stem, spec)
+    except UsageError as e:
+        doc.fail("mix", str(e).partition(": ")[2])
     targets = doc.str_list("targets")
     for i, t in enumerate(targets):
         try:
@@ -109,7 +113,7 @@ def load(path: Path, catalog: Catalog) -> Workload:
     prices = doc.sub("prices", {})
     prices.check_keys(tuple(EXAMPLE_PRICES))
     chosen = {k: _price(prices, k) for k in EXAMPLE_PRICES if k in prices}
-    return Workload(path.stem, doc.get("description", str), the_mix, targets, objective, objectives,
+    return Workload(path.stem, doc.get("description", str), the_mix, spec, objective_text, targets, objective, objectives,
                     {**EXAMPLE_PRICES, **chosen}, prices_are_examples=not chosen,
                     heaps=tuple(_heap(doc, i, h) for i, h in enumerate(doc.str_list("heaps", [], nonempty=False))))
 

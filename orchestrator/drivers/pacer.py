@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 
 from orchestrator import lazy
-from orchestrator.config.mix import Mix, Part
+from orchestrator.config.mix import Part, parts_of
 from orchestrator.config.scenarios import Scenario
 from orchestrator.drivers.base import (
     ARRIVAL,
@@ -74,11 +74,6 @@ def request_bytes(s: Scenario, host: str, port: int) -> bytes:
 
 def ids_args(s: Scenario) -> list[str]:
     return ["--ids", f"{s.ids.hot}:{s.ids.every}:{s.ids.first}:{s.ids.count}"] if s.ids else []
-
-
-def parts_of(s: Scenario) -> list[Part]:
-    """What pacer sends: a mix's parts, or the one scenario."""
-    return list(s.parts) if isinstance(s, Mix) else [Part(s, 1.0)]
 
 
 def request_args(spec: LoadSpec, request_file: Path) -> list[str]:

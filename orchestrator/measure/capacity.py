@@ -108,7 +108,18 @@ def _judge(offered: float, r: LoadResult, flags: list[str], objective: Objective
                               f"idle): without it the objective may have held", again=True)
     if latency > bound:
         return Verdict(FAIL, f"{label} {latency:,.1f} ms > {bound:g} ms", close)
-    return Verdict(PASS, f"{label} {latency:,.1f} ms <= {bound:g} ms", close)
+    said = [f"{label} {latency:,.1f} ms <= {bound:g} ms"]
+    for part in getattr(scenario, "parts", ()):   # a mix's scenarios with an objective of their own
+        if part.objective is None or part.scenario.name not in r.parts:
+            continue
+        own = Objective(part.objective[0], part.objective[1], objective.error_budget)
+        value, limit = getattr(r.parts[part.scenario.name], f"latency_{own.percentile}"), own.bound_for(part.scenario)
+        what = f"{part.scenario.name}'s {percentile_label(own.percentile)} {value:,.1f} ms"
+        close = close or abs(value - limit) <= CLOSE * limit
+        if not value <= limit:
+            return Verdict(FAIL, f"{what} > {limit:g} ms (its own objective)", close)
+        said.append(f"{what} <= {limit:g} ms")
+    return Verdict(PASS, "; ".join(said), close)
 
 
 @dataclass

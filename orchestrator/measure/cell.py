@@ -9,9 +9,9 @@ from pathlib import Path
 
 from orchestrator import drivers
 from orchestrator.config.items import CACHE_KEYS
+from orchestrator.config.mix import parts_of
 from orchestrator.config.modes import slug
 from orchestrator.config.plan import Plan
-from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.drivers.base import LoadResult, LoadSpec
 from orchestrator.errors import TargetFailed
 from orchestrator.infra.httpclient import request
@@ -46,7 +46,7 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
     and length), not of the whole driver call around it."""
     s, p = plan.settings, plan.profile
     out_dir = load_dir(environment, base["target"], base["repeat"])
-    spec = LoadSpec(port=s.port, scenario=SCENARIOS[scenario].for_run(s.downstream_ms), cpus=s.loadgen_cpus,
+    spec = LoadSpec(port=s.port, scenario=plan.scenario(scenario).for_run(s.downstream_ms), cpus=s.loadgen_cpus,
                     timeout_s=s.request_timeout_s, out_dir=out_dir / "warmup",
                     concurrency=p.warmup_connections(concurrency), duration_s=p.warmup_s,
                     rate=p.warmup_rate(rate), **environment.load_placement())
@@ -79,7 +79,7 @@ class WarmedUpCell:
     def drive(self, load: LoadSpec, name: str) -> tuple[LoadResult, Sampler]:
         """Drive one load while sampling (and recording, when on), then make sure the target survived it."""
         s, server = self.settings, self.started.server
-        if self.infra and load.scenario.ids:
+        if self.infra and any(p.scenario.ids for p in parts_of(load.scenario)):
             empty_cache(self.infra)
         probe = Probe(self.infra, server.pid, s.port) if self.infra else None
         with self.recorder.load(name), \

@@ -19,7 +19,6 @@ from rich.console import Console
 from orchestrator import RESULTS_DIR, drivers
 from orchestrator.config.catalog import Framework, Target, resolve
 from orchestrator.config.plan import Cell, Plan, pool_env
-from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.drivers.base import DriverFailed
 from orchestrator.errors import TargetFailed
 from orchestrator.infra import backends as infra_mod
@@ -161,7 +160,7 @@ class Run:
                 "tools": {**tool_versions(), **{tool: tool_version(path, tool) for tool, path in self.generators.items()}},
                 "plan": self.plan.to_dict(), "warnings": recorded,
                 # what each scenario's endpoint does: the report quotes the contract the run ran under
-                "contracts": {sc: SCENARIOS[sc].contract for t in targets for sc in self.plan.scenarios_of(t)},
+                "contracts": {sc: self.plan.scenario(sc).contract for t in targets for sc in self.plan.scenarios_of(t)},
                 # what `bench calibrate` measured each generator to reach here: the near-generator-ceiling flag's bar
                 "generator_ceilings": ceilings(results_dir=self.environment.results_root, loadgen_cpus=s.loadgen_cpus),
                 # and the highest arrival rate each keeps here: a capacity search's cap
