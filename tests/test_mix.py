@@ -81,3 +81,57 @@ def test_a_mix_s_window_gives_a_row_per_scenario_with_its_own_figures_and_nothin
     # the server's CPU and the backends' counts are the window's, never split by a guess
     assert "server_cpu_s" not in cache and "redis_commands_per_request" not in cache
     assert part_rows(row, LoadResult(requests=1, duration_s=1.0)) == []
+
+
+def test_a_probe_fails_on_a_scenario_s_own_objective_though_the_mix_meets_its_own():
+    from orchestrator.config.objective import Objective
+    from orchestrator.drivers.base import LoadResult
+    from orchestrator.measure.capacity import FAIL, PASS, judge
+    m = mix("m", {"json": 9, "plaintext": 1}, objectives={"plaintext": ("p99", 2.0)})
+
+    def probe(plaintext_p99):
+        return LoadResult(requests=1000, duration_s=1.0, latency_p99=3.0, send_lag_p99=0.1,
+                          parts={"json": LoadResult(requests=900, duration_s=1.0, latency_p99=3.0),
+                                 "plaintext": LoadResult(requests=100, duration_s=1.0, latency_p99=plaintext_p99)})
+    failed = judge(1000, probe(2.5), [], Objective("p99", 50.0), m, None)
+    assert (failed.state, failed.why) == (FAIL, "plaintext's p99 2.5 ms > 2 ms (its own objective)")
+    passed = judge(1000, probe(1.0), [], Objective("p99", 50.0), m, None)
+    assert passed.state == PASS and passed.why == "p99 3.0 ms <= 50 ms; plaintext's p99 1.0 ms <= 2 ms"
+
+
+@pytest.mark.slow   # a real JVM and pacer
+def test_a_workload_s_capacity_is_what_its_blocking_part_leaves_of_a_pool(tmp_path):
+    """Half sleeps of 100 ms, half json, on a fixed pool of 16 threads: the sleeps hold the pool, 16 /
+    (0.5 x 100 ms) = 320 requests a second of the mix, 160 of them sleeps (test_capacity: 160/s of
+    sleeps alone). The search finds the mix's capacity there, and each scenario's rows their share."""
+    from conftest import PORTS, bench
+
+    from orchestrator.infra.hostinfo import host_info
+    from orchestrator.measure import ceilings
+    from orchestrator.results import store as results
+    results_dir = tmp_path / "results"
+    results_dir.mkdir()
+    ceilings.store(results_dir, host_info(), {"pacer": {"open_ceiling_rps": 2000.0, "server_cpus": "1",
+                                                        "loadgen_cpus": "0", "seeded": "test_mix"}})
+    path = tmp_path / "half-asleep.toml"
+    path.write_text('description = "half asleep"\ntargets = ["fixture:pool-16"]\nobjective = "p99=50ms"\n'
+                    '[mix]\nsleep = 1\njson = 1\n')
+    r = bench("run", *PORTS, "--workload", str(path), "--duration", "2s", "--warmup", "2s", "--warmup-max", "2s",
+              "--results-dir", str(results_dir))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    said = " ".join(r.stdout.split())
+    assert "workload half-asleep: half asleep" in said and "50 % sleep, 50 % json" in said
+    df = results.load(root=results_dir)
+    found = df[df["rate"].isna()].set_index("scenario")
+    mine = found.loc["half-asleep"]
+    assert mine["verdict"] == "found" and mine["mix"] == "half-asleep" and mine["slo"] == "p99 <= 150 ms, errors <= 0.1 %"
+    assert mine["capacity_low_rps"] * 0.95 <= 320 <= mine["capacity_high_rps"] * 1.05, mine
+    sleeps = found.loc["half-asleep/sleep"]
+    assert sleeps["capacity_low_rps"] == pytest.approx(mine["capacity_low_rps"] / 2)
+    # each probe's scenarios: their own requests, their own latencies (the sleeps' at least their 100 ms)
+    probes = df[df["rate"].notna()]
+    per = probes[probes["mix"] == "half-asleep"].groupby("scenario")["latency_p50_ms"].median()
+    assert per["half-asleep/sleep"] >= 100 > per["half-asleep/json"], per
+    mix_probes = probes[probes["scenario"] == "half-asleep"].set_index("step")["requests"]
+    parts = probes[probes["scenario"] != "half-asleep"].groupby("step")["requests"].sum()
+    assert (mix_probes == parts.reindex(mix_probes.index)).all()

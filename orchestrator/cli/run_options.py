@@ -87,7 +87,9 @@ class RunOptions:
             matrix, prof = chosen.matrix, chosen.profile
         elif self.workload:
             w = self._workload(catalog, say)
-            matrix, prof, mixes = {t: [w.name] for t in w.targets}, profiles.load("capacity"), {w.name: w.spec}
+            # the answer is a capacity and what it costs: no probes past the knee, no spike
+            prof = replace(profiles.load("capacity"), overload=(), spike_s=0.0)
+            matrix, mixes = {t: [w.name] for t in w.targets}, {w.name: w.spec}
             slo, heap = slo or w.objective_text, heap or (w.heaps[0] if w.heaps else None)
         else:
             scenarios = parse_list(self.scenario, list(SCENARIOS), "scenario")

@@ -135,6 +135,9 @@ class WarmedUpCell:
                 for out in ([{**row, "mix": row["scenario"]}, *rows_mod.part_rows(row, result)]
                             if getattr(result, "parts", None) else [row])]
 
+    def parts(self, row: dict, result: LoadResult) -> list[dict]:
+        return rows_mod.part_rows(row, result)
+
     def calm(self) -> float:
         """Wait (up to 30 s) until the server and the load CPUs are quiet and the host steals neither
         the server's nor the generator's CPUs; the seconds waited."""

@@ -46,7 +46,11 @@ class CellRun(Protocol):
         """A measurement row: the cell's columns, these, and the window's figures."""
 
     def keep(self, name: str, results: list, rows: list[dict]) -> list[dict]:
-        """The rows with the Flight Recorder columns of the load named name (when it records)."""
+        """The rows with the Flight Recorder columns of the load named name (when it records); a mix's
+        window followed by a row per scenario in it."""
+
+    def parts(self, row: dict, result: LoadResult) -> list[dict]:
+        """A mix's window's rows per scenario in it (measure/rows.py's part_rows); [] for one scenario."""
 
     def cold_series(self, result: LoadResult, sampler: Any) -> list[dict]:
         """A cold cell's per-second series of answers (see measure/cell.py); [] for a warm one."""

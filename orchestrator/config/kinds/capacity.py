@@ -94,7 +94,7 @@ class CapacityKind(Kind):
         objective, most = self.objective(p), cell.open_ceiling()
         search = Search(start=p.common_rate, resolution=p.resolution, max_probes=p.max_probes, max_rate=most)
         slo = objective.describe(scenario)
-        rows, best = [], None
+        rows, best, results = [], None, []
         while (rate := search.next_rate()) is not None:
             known = f"{search.low:,.0f} passed" + (f", {search.high:,.0f} failed" if search.high else "")
             if rows and rows[-1]["rate"] == rate and "host-steal" in rows[-1]["check_flags"].split(","):
@@ -106,8 +106,9 @@ class CapacityKind(Kind):
             verdict = judge(rate, result, row_flags, objective, scenario, most, row["concurrency"])
             search.record(rate, verdict)
             rows.append({**row, "verdict": f"{verdict.state}: {verdict.why}"})
+            results.append(result)
             if verdict.state == PASS and rate == search.low:
-                best = rows[-1]
+                best, best_result = rows[-1], result
         outcome = search.outcome()
         overloads = self._overload(cell, search.low, most, len(rows), slo) if outcome == "found" else []
         spike, series = self._spike(cell, search.low, most, len(rows) + len(overloads) + 1, slo) \
@@ -120,7 +121,15 @@ class CapacityKind(Kind):
                    "overload_verdict": overload_verdict(search.low, overloads, search.high),
                    "recovery_s": spike[0]["recovery_s"] if spike else None,
                    "check_flags": ",".join(capacity_flags(best, rows, outcome, overloads, search.high))}
-        return rows + overloads + spike + [summary], series
+        # a mix: each scenario's figures in every probe, and at the capacity its share of it
+        parts = [part for row, result in zip(rows, results) for part in cell.parts(row, result)]
+        shares = getattr(scenario, "shares", {})
+        at_capacity = [{**part, "rate": None, "step": None, "verdict": outcome,
+                        "capacity_low_rps": search.low * shares[part["scenario"].partition("/")[2]],
+                        "capacity_high_rps": summary["capacity_high_rps"] and
+                        summary["capacity_high_rps"] * shares[part["scenario"].partition("/")[2]]}
+                       for part in (cell.parts(best, best_result) if best else [])]
+        return rows + overloads + spike + [summary] + parts + at_capacity, series
 
     def _probe(self, cell: CellRun, rate: float, step: int, slo: str) -> tuple[dict, LoadResult, list[str]]:
         """One open-model window at `rate`, with the connections Little's law needs at the objective:
