@@ -86,3 +86,32 @@ def test_a_workload_that_is_not_a_text_file_is_named(tmp_path, make, problem):
     make(path)
     with pytest.raises(UsageError, match=problem):
         workload.load(path, discover())
+
+
+def capacity_rows(target, lows, highs, cpu_ms=0.5, rss_mb=512.0, rps_per_core=2000.0):
+    import pandas as pd
+
+    from orchestrator.results import store as results
+    return pd.DataFrame([{"run_id": "made-up", "target": target, "scenario": "read-mostly", "mix": "read-mostly",
+                          "repeat": i + 1, "status": "ok", "reason": "", "rate": None, "verdict": "found",
+                          "check_flags": "", "capacity_low_rps": lo, "capacity_high_rps": hi,
+                          "cpu_ms_per_request": cpu_ms, "server_peak_rss_mb": rss_mb, "rps_per_core": rps_per_core,
+                          "server_cpu_pct": 90.0, "heap": "512m"}
+                         for i, (lo, hi) in enumerate(zip(lows, highs))]).reindex(columns=results.COLUMNS)
+
+
+def test_the_answer_costs_a_million_requests_at_the_prices_and_ranks_only_what_the_repeats_tell_apart():
+    import pandas as pd
+
+    from orchestrator.results.workload_answer import answer
+    df = pd.concat([capacity_rows("a:x", [2000, 2100, 2050], [2200, 2300, 2250]),
+                    capacity_rows("b:y", [1000, 1050, 1020], [1100, 1150, 1120], cpu_ms=1.0, rss_mb=256.0),
+                    capacity_rows("c:z", [1080, 1000, 1040], [1200, 1100, 1140], cpu_ms=0.9)])
+    table = answer(df, "read-mostly", {"core": 0.04, "gib": 0.005}).set_index("target")
+    a = table.loc["a:x"]
+    # 1,000,000 requests: 0.5 ms of CPU each at 0.04 a core-hour, plus 0.5 GiB held for 1e6 / 2,050 s
+    assert a["cost_per_million"] == pytest.approx(1e6 * (0.0005 * 0.04 / 3600 + 0.5 * 0.005 / 3600 / 2050))
+    assert (a["capacity_low_rps"], a["capacity_high_rps"], a["rps_per_gib"]) == (2000, 2300, 2050 / 0.5)
+    # a:x reached 2,000 in every JVM, where b:y and c:z failed at 1,200 at most: first; their intervals
+    # overlap (c:z failed at 1,100 in one JVM, b:y reached 1,000 in all): they share the second place
+    assert list(table["place"]) == ["1", "2", "=2"] and list(table.index) == ["a:x", "c:z", "b:y"]

@@ -1,5 +1,5 @@
 """A run's measurements as the table `bench run` prints when it ends and `bench results` prints for any
-stored run: one line a cell and repeat, its figures, or the reason it failed."""
+stored run: one line a cell and repeat, its figures, or the reason it failed; and a workload's answer."""
 from __future__ import annotations
 
 from rich import box
@@ -8,6 +8,7 @@ from rich.table import Table
 
 from orchestrator.cli.common import console
 from orchestrator.measure.console import level_label
+from orchestrator.results.workload_answer import answer
 
 
 def print_results(df) -> None:
@@ -29,6 +30,30 @@ def print_results(df) -> None:
                       _fmt(r["server_peak_threads"], ".0f"), _fmt(r["gc_time_ms"], ".0f"),
                       f"[yellow]{r['check_flags']}[/]" if r["check_flags"] else "")
     console.print(table)
+
+
+def print_workload_answer(df, workload: dict) -> None:
+    """The workload's answer (results/workload_answer.py): a line per target, best capacity first."""
+    table = answer(df, workload["name"], workload["prices"])
+    if table.empty:
+        return
+    prices = workload["prices"]
+    out = Table("place", "target", "capacity req/s", "across JVMs", "req/s per core", "req/s per GiB",
+                "server CPU %", "RSS MiB", f"cost of 1M requests ({prices['core']:g}/core-h, {prices['gib']:g}/GiB-h)",
+                box=box.SIMPLE_HEAD, pad_edge=False,
+                title=f"workload {workload['name']}: capacity at {workload['objective']}")
+    for _, r in table.iterrows():
+        span = "" if r["capacity_low_rps"] != r["capacity_low_rps"] else (
+            f"≥ {r['capacity_low_rps']:,.0f}" if r["capacity_high_rps"] == float("inf")
+            else f"{r['capacity_low_rps']:,.0f} – {r['capacity_high_rps']:,.0f}")
+        out.add_row(r["place"], r["target"], _fmt(r["capacity_rps"], ",.0f"), span, _fmt(r["rps_per_core"], ",.0f"),
+                    _fmt(r["rps_per_gib"], ",.0f"), _fmt(r["server_cpu_pct"], ".0f"), _fmt(r["rss_mb"], ".0f"),
+                    _fmt(r["cost_per_million"], ".4f"))
+    console.print(out)
+    console.print("[dim]place: =N where the capacities of these repeats overlap (one target is above another only "
+                  "where every JVM of it reached a rate every JVM of the other failed at); cost: the server's CPU and "
+                  "memory at capacity, nothing else (docs/workloads.md)"
+                  + ("; the prices are the file's examples" if workload.get("prices_are_examples") else "") + "[/]")
 
 
 def _present(row) -> dict:

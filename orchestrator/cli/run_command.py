@@ -30,7 +30,7 @@ from orchestrator.cli.common import (
     VariantOpt,
     console,
 )
-from orchestrator.cli.results_table import print_results
+from orchestrator.cli.results_table import print_results, print_workload_answer
 from orchestrator.cli.run_options import RunOptions, resumed_plan
 from orchestrator.config.catalog import discover, resolve
 from orchestrator.config.plan import Plan
@@ -134,6 +134,8 @@ def _measure(plan: Plan, store: results.RunStore, catalog: dict, results_dir: Pa
     failed = runner.execute(plan, store, console, catalog=catalog)
     took = (dt.datetime.now() - started).total_seconds()
     print_results(results.load(store.dir))
+    if plan.workload:
+        print_workload_answer(results.load(store.dir), plan.workload)
     console.print(f"run {store.run_id}: {len(store.rows)} rows ({failed} failed cells) in {took:.0f} s -> "
                   f"{store.dir / results.MEASUREMENTS}")
     return failed

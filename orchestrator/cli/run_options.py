@@ -82,7 +82,7 @@ class RunOptions:
         if self.workload and self.preset:
             raise UsageError("--workload and --preset each choose the targets, scenarios and profile: give one")
         chosen = self._preset(catalog, say, scaled) if self.preset else None
-        mixes, slo, heap = {}, self.slo, self.heap
+        mixes, slo, heap, answers = {}, self.slo, self.heap, {}
         if chosen:
             matrix, prof = chosen.matrix, chosen.profile
         elif self.workload:
@@ -90,6 +90,8 @@ class RunOptions:
             # the answer is a capacity and what it costs: no probes past the knee, no spike
             prof = replace(profiles.load("capacity"), overload=(), spike_s=0.0)
             matrix, mixes = {t: [w.name] for t in w.targets}, {w.name: w.spec}
+            answers = {"name": w.name, "description": w.description, "objective": w.objective_text,
+                       "prices": w.prices, "prices_are_examples": w.prices_are_examples}
             slo, heap = slo or w.objective_text, heap or (w.heaps[0] if w.heaps else None)
         else:
             scenarios = parse_list(self.scenario, list(SCENARIOS), "scenario")
@@ -114,7 +116,7 @@ class RunOptions:
         settings = replace(settings, jvm_modes=tuple(jvm_modes), starts=tuple(starts))
         matrix = with_modes(matrix, jvm_modes, starts)
         plan = Plan(matrix=matrix, profile=prof, settings=settings, preset=self.preset,
-                    claims=list(chosen.claims) if chosen else [], mixes=mixes)
+                    claims=list(chosen.claims) if chosen else [], mixes=mixes, workload=answers)
         plan.check_served(catalog)
         if plan.topology.workers != topology_mod.LOCAL and not (prof.ramp and prof.ramp.workers):
             raise UsageError(f"topology {plan.topology.name} puts Locust workers on host {plan.topology.workers}: "

@@ -85,6 +85,9 @@ class Plan:
     # a workload's mixes by name (config/mix.py): each one's weights and its scenarios' parameters, as
     # run.json keeps them, so that a resumed run sends the same requests
     mixes: dict[str, dict] = field(default_factory=dict)
+    # the workload file the run answers (its name, description, objective and prices): the answer's
+    # cost is computed at these prices (results/workload_answer.py); {}: not a workload's run
+    workload: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.rounds is None:
@@ -161,4 +164,4 @@ class Plan:
         rounds = d.get("rounds") or [list(d["matrix"])] * Profile.from_dict(d["profile"]).repeat
         return cls(matrix=d["matrix"], profile=Profile.from_dict(d["profile"]), settings=settings,
                    preset=d.get("preset"), claims=d.get("claims", []), seed=d.get("seed", 0), rounds=rounds,
-                   mixes=d.get("mixes", {}))
+                   mixes=d.get("mixes", {}), workload=d.get("workload", {}))
