@@ -115,3 +115,20 @@ def test_the_answer_costs_a_million_requests_at_the_prices_and_ranks_only_what_t
     # a:x reached 2,000 in every JVM, where b:y and c:z failed at 1,200 at most: first; their intervals
     # overlap (c:z failed at 1,100 in one JVM, b:y reached 1,000 in all): they share the second place
     assert list(table["place"]) == ["1", "2", "=2"] and list(table.index) == ["a:x", "c:z", "b:y"]
+
+
+def test_the_report_shows_the_answer_and_capacity_against_cost():
+    import pandas as pd
+
+    from orchestrator.report import workload as workload_report
+    df = pd.concat([capacity_rows("a:x", [2000, 2100, 2050], [2200, 2300, 2250]),
+                    capacity_rows("b:y", [1000, 1050, 1020], [1100, 1150, 1120], cpu_ms=1.0)])
+    served = {"name": "read-mostly", "description": "d", "objective": "p99=50ms",
+              "prices": {"core": 0.04, "gib": 0.005}, "prices_are_examples": True}
+    table = workload_report.answer_table(df, served)
+    assert list(table["target"]) == ["a:x", "b:y"] and list(table["across JVMs"]) == ["2,000 – 2,300", "1,000 – 1,150"]
+    assert table.loc[0, "cost of 1M requests"] == f"{1e6 * (0.0005 * 0.04 / 3600 + 0.5 * 0.005 / 3600 / 2050):.4f}"
+    fig = workload_report.cost_chart(df, served, {"a:x": "r", "b:y": "b"})
+    (ax,) = fig.axes
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a:x", "b:y"]
+    assert "the file's example prices" in workload_report.text(served)

@@ -16,6 +16,7 @@ from orchestrator import lazy
 from orchestrator.report import capacity as capacity_report
 from orchestrator.report import network as network_report
 from orchestrator.report import parity_table
+from orchestrator.report import workload as workload_report
 from orchestrator.report.charts import (
     latency_chart,
     resources_chart,
@@ -167,6 +168,11 @@ def document(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
             blocks.append(_chart_block(name, fig, title))
 
     blocks += claims_blocks(df, (meta.get("plan") or {}).get("claims") or [], x)
+    served = (meta.get("plan") or {}).get("workload")
+    if served:
+        blocks += [("h2", f"Workload {served['name']}: capacity and cost"), ("p", workload_report.text(served)),
+                   ("table", workload_report.answer_table(df, served))]
+        chart("workload-cost", workload_report.cost_chart(df, served, colors), "capacity against cost")
     network = network_report.describe(meta)
     if network:
         blocks.append(("p", network))
