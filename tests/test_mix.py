@@ -135,3 +135,10 @@ def test_a_workload_s_capacity_is_what_its_blocking_part_leaves_of_a_pool(tmp_pa
     mix_probes = probes[probes["scenario"] == "half-asleep"].set_index("step")["requests"]
     parts = probes[probes["scenario"] != "half-asleep"].groupby("step")["requests"].sum()
     assert (mix_probes == parts.reindex(mix_probes.index)).all()
+    # the answer, printed, and the report's section of its own
+    assert "workload half-asleep: capacity at p99=50ms" in said and "fixture:pool-16" in said
+    run = results.find_run(None, results_dir)
+    r = bench("report", run.name, "--results-dir", str(results_dir), timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    report = (run / "report.md").read_text()
+    assert "Workload half-asleep: capacity and cost" in report and "report-workload-cost.png" in report
