@@ -105,3 +105,23 @@ def test_a_workload_chooses_the_targets_the_mix_and_a_capacity_search_at_its_obj
 def test_a_workload_is_refused_with_what_it_replaces(given, message, tmp_path):
     with pytest.raises(UsageError, match=message):
         asked(results_dir=tmp_path, **given).plan(discover(REPO_ROOT / "frameworks"), lambda _: None)
+
+
+def test_several_heaps_make_each_target_one_per_heap(tmp_path):
+    plan = asked(framework="fixture:ok,fixture:pool-16", scenario="json", heap="128m,256m",
+                 results_dir=tmp_path).plan(discover(FIXTURES), lambda _: None)
+    assert list(plan.matrix) == ["fixture:ok+heap-128m", "fixture:ok+heap-256m", "fixture:pool-16+heap-128m",
+                                 "fixture:pool-16+heap-256m"]
+    target = resolve(discover(FIXTURES), "fixture:ok+cold+heap-256m")
+    assert (target.id, target.heap("512m"), target.cold) == ("fixture:ok+cold+heap-256m", "256m", True)
+    assert resolve(discover(FIXTURES), "fixture:ok").heap("512m") == "512m"
+    # one heap is the run's, as before: no mode in the ids
+    one = asked(framework="fixture:ok", scenario="json", heap="256m", results_dir=tmp_path).plan(discover(FIXTURES),
+                                                                                                lambda _: None)
+    assert list(one.matrix) == ["fixture:ok"] and one.settings.heap == "256m"
+    with pytest.raises(UsageError, match="--heap 256m,256m names a heap twice"):
+        asked(framework="fixture:ok", heap="256m,256m", results_dir=tmp_path).plan(discover(FIXTURES), lambda _: None)
+    with pytest.raises(UsageError, match="--heap '256' must look like 512m or 2g"):
+        asked(framework="fixture:ok", heap="128m,256", results_dir=tmp_path).plan(discover(FIXTURES), lambda _: None)
+    with pytest.raises(UsageError, match="unknown mode 'heap-256' of target fixture:ok\\+heap-256"):
+        resolve(discover(FIXTURES), "fixture:ok+heap-256")

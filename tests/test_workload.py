@@ -132,3 +132,17 @@ def test_the_report_shows_the_answer_and_capacity_against_cost():
     (ax,) = fig.axes
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a:x", "b:y"]
     assert "the file's example prices" in workload_report.text(served)
+
+
+def test_the_answer_names_the_smallest_heap_that_holds_the_capacity():
+    import pandas as pd
+
+    from orchestrator.results.workload_answer import answer
+    df = pd.concat([capacity_rows("a:x+heap-128m", [1000, 1050, 1020], [1100, 1150, 1120]).assign(heap="128m"),
+                    capacity_rows("a:x+heap-256m", [2000, 2100, 2050], [2200, 2300, 2250]).assign(heap="256m"),
+                    capacity_rows("a:x+heap-1g", [2040, 2110, 2060], [2240, 2310, 2260]).assign(heap="1g"),
+                    capacity_rows("b:y", [900, 950, 920], [1000, 1050, 1020])])
+    table = answer(df, "read-mostly", {"core": 0.04, "gib": 0.005}).set_index("target")
+    # 128m failed below what every JVM at 1g reached; 256m's and 1g's capacities overlap: 256m holds it
+    assert set(table.loc[["a:x+heap-128m", "a:x+heap-256m", "a:x+heap-1g"], "smallest_heap"]) == {"256m"}
+    assert table.loc["b:y", "smallest_heap"] == ""

@@ -38,8 +38,10 @@ def print_workload_answer(df, workload: dict) -> None:
     if table.empty:
         return
     prices = workload["prices"]
+    heaps = table["smallest_heap"].astype(bool).any()
     out = Table("place", "target", "capacity req/s", "across JVMs", "req/s per core", "req/s per GiB",
                 "server CPU %", "RSS MiB", f"cost of 1M requests ({prices['core']:g}/core-h, {prices['gib']:g}/GiB-h)",
+                *(["smallest heap at its best"] if heaps else []),
                 box=box.SIMPLE_HEAD, pad_edge=False,
                 title=f"workload {workload['name']}: capacity at {workload['objective']}")
     for _, r in table.iterrows():
@@ -48,7 +50,7 @@ def print_workload_answer(df, workload: dict) -> None:
             else f"{r['capacity_low_rps']:,.0f} – {r['capacity_high_rps']:,.0f}")
         out.add_row(r["place"], r["target"], _fmt(r["capacity_rps"], ",.0f"), span, _fmt(r["rps_per_core"], ",.0f"),
                     _fmt(r["rps_per_gib"], ",.0f"), _fmt(r["server_cpu_pct"], ".0f"), _fmt(r["rss_mb"], ".0f"),
-                    _fmt(r["cost_per_million"], ".4f"))
+                    _fmt(r["cost_per_million"], ".4f"), *([r["smallest_heap"]] if heaps else []))
     console.print(out)
     console.print("[dim]place: =N where the capacities of these repeats overlap (one target is above another only "
                   "where every JVM of it reached a rate every JVM of the other failed at); cost: the server's CPU and "

@@ -17,7 +17,6 @@ from orchestrator.cli.common import (
     DownstreamMsOpt,
     DownstreamPortOpt,
     FrameworkOpt,
-    HeapOpt,
     LoadgenCpus,
     MemoryOpt,
     OfflineOpt,
@@ -93,7 +92,9 @@ def run(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = Varian
             "to this machine's master at ADDRESS[:PORT] (default port 5557); none start here."),
         resume: Optional[str] = typer.Option(None, "--resume", help="Continue this run id with its own plan."),
         server_cpus: Optional[str] = ServerCpus, loadgen_cpus: Optional[str] = LoadgenCpus,
-        heap: Optional[str] = HeapOpt, port: int = PortOpt, redis_port: int = RedisPortOpt,
+        heap: Optional[str] = typer.Option(None, "--heap", help="JVM heap, -Xms = -Xmx (default 512m); several, "
+                                           "comma-separated, make each target one per heap (+heap-256m)."),
+        port: int = PortOpt, redis_port: int = RedisPortOpt,
         db_port: int = DbPortOpt, runtime: str = RuntimeOpt, memory: str = MemoryOpt, offline: bool = OfflineOpt,
         start_timeout: str = StartTimeoutOpt, db_pool_size: int = DbPoolOpt, redis_pool_size: int = RedisPoolOpt,
         downstream_ms: Optional[int] = DownstreamMsOpt, downstream_port: int = DownstreamPortOpt,

@@ -11,7 +11,7 @@ from typing import Callable, Optional
 from rich.markup import escape
 
 from orchestrator.cli.common import check_writable, override_profile, parse_settings, select_targets
-from orchestrator.config import presets, profiles, workload
+from orchestrator.config import options, presets, profiles, workload
 from orchestrator.config import topology as topology_mod
 from orchestrator.config.modes import JVM_MODES, STARTS, with_modes
 from orchestrator.config.plan import Plan
@@ -92,15 +92,18 @@ class RunOptions:
             matrix, mixes = {t: [w.name] for t in w.targets}, {w.name: w.spec}
             answers = {"name": w.name, "description": w.description, "objective": w.objective_text,
                        "prices": w.prices, "prices_are_examples": w.prices_are_examples}
-            slo, heap = slo or w.objective_text, heap or (w.heaps[0] if w.heaps else None)
+            slo, heap = slo or w.objective_text, heap or ",".join(w.heaps) or None
         else:
             scenarios = parse_list(self.scenario, list(SCENARIOS), "scenario")
             matrix = {t.id: scenarios for t in select_targets(self.framework, self.variant, catalog)}
             prof = profiles.load(self.profile)
         prof = override_profile(prof, self.concurrency, self.rate, self.requests, self.workers, self.warmup,
                                 self.warmup_max, self.duration, self.repeat, slo)
-        settings = parse_settings(self.server_cpus, self.loadgen_cpus, heap, self.port, self.redis_port,
-                                  self.db_port, self.runtime, self.memory, self.offline, self.start_timeout,
+        heaps = tuple(options.heap(h.strip()) for h in heap.split(",")) if heap else ()
+        if len(set(heaps)) < len(heaps):
+            raise UsageError(f"--heap {heap} names a heap twice")
+        settings = parse_settings(self.server_cpus, self.loadgen_cpus, heaps[0] if heaps else None, self.port,
+                                  self.redis_port, self.db_port, self.runtime, self.memory, self.offline, self.start_timeout,
                                   self.db_pool_size, self.redis_pool_size, self.timeout, self.fresh_jvm_per_scenario,
                                   chosen, self.jfr, self.topology, self.locust_master, self.downstream_ms,
                                   self.downstream_port)
@@ -114,7 +117,7 @@ class RunOptions:
             raise UsageError(f"--jvm-mode aot-cache needs the Docker engine on this machine: the one DOCKER_HOST names "
                              f"({remote_address()}) cannot mount the cache the run trains and keeps in its folder here")
         settings = replace(settings, jvm_modes=tuple(jvm_modes), starts=tuple(starts))
-        matrix = with_modes(matrix, jvm_modes, starts)
+        matrix = with_modes(matrix, jvm_modes, starts, heaps)
         plan = Plan(matrix=matrix, profile=prof, settings=settings, preset=self.preset,
                     claims=list(chosen.claims) if chosen else [], mixes=mixes, workload=answers)
         plan.check_served(catalog)
@@ -137,9 +140,6 @@ class RunOptions:
         say(f"workload {w.name}: {w.description}")
         say(f"[dim]{escape(w.mix.contract)}; objective {w.objective_text}"
             + "".join(f", {s} {percentile_label(o[0])}={o[1]:g}ms" for s, o in w.objectives.items()) + "[/]")
-        if len(w.heaps) > 1 and not self.heap:
-            say(f"heaps: {w.heaps[0]} measured; each other heap ({', '.join(w.heaps[1:])}) is a run of its own with "
-                f"--heap (a heap as a mode of a target, beside the others in one run, is not built yet)")
         return w
 
     def _preset(self, catalog: dict, say: Callable[[str], None], scaled: bool) -> presets.Preset:

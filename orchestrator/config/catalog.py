@@ -8,7 +8,7 @@ from pathlib import Path
 
 from orchestrator import FRAMEWORKS_DIR
 from orchestrator.config.documents import Document
-from orchestrator.config.modes import AOT_TRAINING, MODES, slug
+from orchestrator.config.modes import AOT_TRAINING, MODES, heap_of, is_mode, ordered, slug
 from orchestrator.config.parity_fields import PARITY_FIELDS
 from orchestrator.config.scenarios import MANIFEST_SCENARIOS
 from orchestrator.errors import UsageError
@@ -96,6 +96,10 @@ class Target:
     @property
     def cold(self) -> bool:
         return "cold" in self.modes
+
+    def heap(self, run_heap: str) -> str:
+        """Its heap (-Xmx): its heap mode's, else the run's."""
+        return heap_of(self.id) or run_heap
 
 
 def _parity(f: Document) -> dict[str, str]:
@@ -216,9 +220,10 @@ def resolve(catalog: Catalog, target_id: str) -> Target:
     UsageError listing the valid names."""
     name, *modes = target_id.split("+")
     for m in modes:
-        if m not in MODES:
-            raise UsageError(f"unknown mode '{m}' of target {target_id}; valid: {', '.join(MODES)}")
-    modes = tuple(m for m in MODES if m in modes)
+        if not is_mode(m):
+            raise UsageError(f"unknown mode '{m}' of target {target_id}; valid: {', '.join(MODES)}, heap-SIZE "
+                             f"(heap-256m)")
+    modes = ordered(modes)
     fw_name, _, variant_name = name.partition(":")
     fw = catalog.get(fw_name)
     if fw_name in catalog.broken:

@@ -23,7 +23,7 @@ def identity(plan: Plan, run_id: str, target: Target, repeat: int, scenario: str
             "runtime": s.runtime, "scenario": scenario, "network": network, "network_rtt_ms": network_rtt_ms,
             "driver": p.driver, "profile": p.name,
             "kind": p.kind, "repeat": repeat, "duration_s": p.measured_s(),
-            "heap": s.heap, "server_cpus": s.server_cpus, "loadgen_cpus": s.loadgen_cpus,
+            "heap": target.heap(s.heap), "server_cpus": s.server_cpus, "loadgen_cpus": s.loadgen_cpus,
             "startup_s": started.startup_s if started else None,
             "rss_after_start_mb": started.rss_after_start_mb if started else None}
 

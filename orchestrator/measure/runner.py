@@ -94,7 +94,7 @@ class Run:
             environment.build_all(targets)
             meta["builds"] = dict(environment.build_times)
             # what each target runs with (parity.py); its threads after load are added as it finishes
-            meta["parity"] = {t.id: {**parity.record(t, pool_env(s, t)), "heap": s.heap,
+            meta["parity"] = {t.id: {**parity.record(t, pool_env(s, t)), "heap": t.heap(s.heap),
                                      **meta.get("parity", {}).get(t.id, {})}
                               for t in targets}
             store.write_meta(meta)

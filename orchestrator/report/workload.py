@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 COLUMNS = {"place": "place", "target": "target", "repeats": "repeats", "capacity_rps": "capacity req/s",
            "across": "across JVMs", "rps_per_core": "req/s per core", "rps_per_gib": "req/s per GiB",
            "server_cpu_pct": "server CPU %", "rss_mb": "RSS MiB", "cost_per_million": "cost of 1M requests",
-           "heap": "heap"}
+           "heap": "heap", "smallest_heap": "smallest heap at its best capacity"}
 
 
 def answer_table(df: pd.DataFrame, workload: dict) -> pd.DataFrame:

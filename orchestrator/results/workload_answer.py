@@ -7,6 +7,8 @@ At the capacity (the highest rate that passed, its probe's figures on the capaci
 - requests per second per core used: the capacity over the server's CPU in that window, in cores
   (rps_per_core: requests per CPU-second);
 - requests per second per GiB: the capacity over the peak resident memory (RSS) of that window;
+- the smallest heap that holds it: of a target measured at several heaps (`--heap 128m,256m,512m`,
+  or a workload's `heaps`), the smallest whose capacity these repeats cannot tell below its best heap's;
 - cost of a million requests: the CPU they take (CPU-seconds per request x 1,000,000, at the price
   of a core-hour) plus the memory held while they are served (peak RSS for 1,000,000 / capacity
   seconds, at the price of a GiB-hour). It is the marginal cost of the server process at its
@@ -20,6 +22,7 @@ only where every JVM of it reached a rate at which every JVM of the other had fa
 from __future__ import annotations
 
 from orchestrator import lazy
+from orchestrator.config.modes import HEAP_MODE
 from orchestrator.report.capacity import across_jvms
 
 pd = lazy.module("pandas")
@@ -56,7 +59,29 @@ def answer(df: pd.DataFrame, mix: str, prices: dict[str, float]) -> pd.DataFrame
         return table
     table = table.sort_values("capacity_rps", ascending=False, na_position="last").reset_index(drop=True)
     table.insert(0, "place", places(table))
+    table["smallest_heap"] = smallest_heaps(table)
     return table
+
+
+def _mb(heap: str | None) -> float:
+    return float("inf") if not heap else int(heap[:-1]) * (1024 if heap[-1] in "gG" else 1)
+
+
+def smallest_heaps(table: pd.DataFrame) -> list[str]:
+    """Per row, for a target measured at several heaps (+heap-SIZE): the smallest heap at which its
+    capacity cannot be told below its best heap's (some JVM of it failed only at or above a rate every
+    JVM of the best reached); '' for a target of one heap."""
+    base = table["target"].map(lambda t: "+".join(m for m in t.split("+") if not HEAP_MODE.fullmatch(m)))
+    out = {}
+    for name, rows in table.groupby(base):
+        if len(rows) < 2:
+            continue
+        best = rows.loc[rows["capacity_rps"].idxmax()] if rows["capacity_rps"].notna().any() else None
+        enough = [r for _, r in rows.iterrows() if best is not None and r["capacity_high_rps"] == r["capacity_high_rps"]
+                  and best["capacity_low_rps"] == best["capacity_low_rps"]
+                  and r["capacity_high_rps"] > best["capacity_low_rps"]]
+        out[name] = min((r["heap"] for r in enough), key=_mb, default="")
+    return [out.get(b, "") for b in base]
 
 
 def places(table: pd.DataFrame) -> list[str]:

@@ -246,11 +246,11 @@ class Environment:
         if class_log:
             class_log.touch()
         mode_opts, mounts = aot_cache.jvm_options(target, self.run_dir, class_log, self.runtime.path)
-        opts = [*jvm_options(target, s.heap, processors), *mode_opts]
+        opts = [*jvm_options(target, target.heap(s.heap), processors), *mode_opts]
         spec = LaunchSpec(
             target=target, artifact=self.artifacts[fw.name], jvm_opts=opts,
             env={**env, **pool_env(s, target), "PORT": str(port), "BIND_ADDRESS": self.server_host},
-            port=port, cpus=cpus, heap=s.heap,
+            port=port, cpus=cpus, heap=target.heap(s.heap),
             log_path=log_path,
             labels={"bench.run": run_id, "bench.target": target.id}, netns=self.server_netns, mounts=mounts)
         t0 = time.monotonic()
