@@ -142,3 +142,5 @@ def test_a_workload_s_capacity_is_what_its_blocking_part_leaves_of_a_pool(tmp_pa
     assert r.returncode == 0, r.stdout + r.stderr
     report = (run / "report.md").read_text()
     assert "Workload half-asleep: capacity and cost" in report and "report-workload-cost.png" in report
+    r = bench("results", run.name, "--results-dir", str(results_dir))
+    assert r.returncode == 0 and "workload half-asleep: capacity at p99=50ms" in " ".join(r.stdout.split()), r.stdout

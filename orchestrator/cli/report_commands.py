@@ -13,7 +13,7 @@ from rich.table import Table
 
 from orchestrator import RESULTS_DIR
 from orchestrator.cli.common import console
-from orchestrator.cli.results_table import print_results
+from orchestrator.cli.results_table import print_results, print_workload_answer
 from orchestrator.errors import UsageError
 from orchestrator.report import network as network_report
 from orchestrator.report import run_report
@@ -34,7 +34,11 @@ def results_cmd(run_id: Optional[str] = typer.Argument(None, help="Run id (defau
                   f"commit {meta.get('git_commit', '')[:12]}")
     for w in meta.get("warnings", []):
         console.print(f"[yellow]warning:[/] {w}")
-    print_results(results.load(d))
+    df = results.load(d)
+    print_results(df)
+    served = (meta.get("plan") or {}).get("workload")
+    if served:
+        print_workload_answer(df, served)
 
 
 def report_cmd(runs: Optional[List[str]] = typer.Argument(None, help="Run ids or folders (default: the newest run)."),
