@@ -127,7 +127,8 @@ def test_a_cache_aside_cell_misses_one_request_in_ten_second_by_second(results_d
               "--warmup-max", "1s", "--results-dir", str(results_dir), frameworks=None)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr
     (row,) = results.load(root=results_dir).to_dict("records")
-    assert row["status"] == "ok" and row["requests"] > 5_000, row
+    # enough for every second to count (100 lookups at least); a stealing host once left 4,545 of ~16,000
+    assert row["status"] == "ok" and row["requests"] > 2_000, row
     assert abs(row["cache_miss_share"] - 0.1) <= 0.01, row["cache_miss_share"]
     assert 0.07 <= row["cache_miss_share_min"] <= row["cache_miss_share_max"] <= 0.13, row
     assert abs(row["db_selects_per_request"] - 0.1) <= 0.02 and abs(row["redis_commands_per_request"] - 1.1) <= 0.02

@@ -50,7 +50,7 @@ def result_line(row: dict) -> str:
     return (f"{row['target']:<34} {row['scenario']:<10} {level_label(row):<10} "
             f"{num('rps', '>10,.0f')} rps  p50 {num('latency_p50_ms', '7.2f')} ms  p99 {num('latency_p99_ms', '8.2f')} ms  "
             f"cpu {num('server_cpu_pct', '4.0f')}%  rss {num('server_peak_rss_mb', '5.0f')} MiB  "
-            f"thr {row['server_peak_threads']}{flags}"
+            f"thr {num('server_peak_threads', '.0f')}{flags}"
             + (f"  {escape(row['verdict'])}" if row.get("verdict") else ""))
 
 
@@ -107,6 +107,9 @@ class ConsoleView:
 
     def cell_done(self, rows: list[dict]) -> None:
         for row in rows:
+            # a mix's scenarios in each probe are in the rows and the table at the end; here, their capacity
+            if row.get("mix") and row["scenario"] != row["mix"] and _present(row.get("rate")):
+                continue
             self.console.print(result_line(row))
         if self.task is not None:
             self.progress.advance(self.task)
