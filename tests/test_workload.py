@@ -146,3 +146,14 @@ def test_the_answer_names_the_smallest_heap_that_holds_the_capacity():
     # 128m failed below what every JVM at 1g reached; 256m's and 1g's capacities overlap: 256m holds it
     assert set(table.loc[["a:x+heap-128m", "a:x+heap-256m", "a:x+heap-1g"], "smallest_heap"]) == {"256m"}
     assert table.loc["b:y", "smallest_heap"] == ""
+
+
+def test_an_a_a_pair_on_a_mix_shares_its_place():
+    # the same target twice: 2-s probes of a cold JVM spread its capacity by a probe's resolution, and
+    # the intervals overlap, so neither is above the other
+    import pandas as pd
+
+    from orchestrator.results.workload_answer import answer
+    df = pd.concat([capacity_rows("a:x", [2000, 2150, 2050], [2150, 2300, 2200]),
+                    capacity_rows("a:x+heap-512m", [2100, 2000, 2050], [2250, 2150, 2200])])
+    assert list(answer(df, "read-mostly", {"core": 0.04, "gib": 0.005})["place"]) == ["1", "=1"]
