@@ -246,3 +246,31 @@ def test_a_mix_draws_each_arrival_s_part_by_weight_and_gives_each_part_its_own_f
     # the same seed draws the same parts
     _, again = pace(tmp_path / "again", server.port, rate=1000, duration_s=2.0, concurrency=64, scenario=load)
     assert ((again["flags"] >> 8) == part).all()
+
+
+def test_pacer_on_two_cpus_splits_one_schedule_and_its_records_merge_as_one_process_s(serve, tmp_path):
+    """--loadgen-cpus 0-1: a process a CPU, arrivals taken alternately from one schedule that starts in
+    both at one instant. The merged records are the schedule's, each arrival once, with the parts one
+    process draws and cache-aside's items walked from two points of its cycle; the rates add up."""
+    from orchestrator.config.mix import mix
+    from orchestrator.config.scenarios import SCENARIOS
+    server = serve(lambda n: length())
+    load = mix("m", {"plaintext": 3, "cache-aside": 1})
+    one, one_rec = pace(tmp_path / "one", server.port, rate=800, duration_s=2.0, concurrency=32, scenario=load)
+    first = len(server.requests)
+    spec = LoadSpec(port=server.port, scenario=load, concurrency=32, duration_s=2.0, cpus="0-1", timeout_s=5.0,
+                    out_dir=tmp_path / "two", rate=800)
+    two = get("pacer").run(spec)
+    rec = read_records(tmp_path / "two" / f"pacer-{spec.stem}.records.parquet")
+    assert len(rec) == 1600 and (rec["intended_ns"] == np.round(np.arange(1600) * 1e9 / 800)).all()
+    assert ((rec["flags"] >> 8) == (one_rec["flags"] >> 8)).all()   # the same draw of parts
+    assert two.requests == one.requests == 1600 and two.rps == 800 and not two.errors and two.dropped == 0, two
+    assert set(two.parts) == {"plaintext", "cache-aside"} and two.parts["cache-aside"].requests == \
+        ((rec["flags"] >> 8) == 1).sum()
+    # cache-aside's items: from the start of the cycle in one process, from half way round in the other
+    cycle = SCENARIOS["cache-aside"].ids
+    ids = {int(r.split(b" ")[1].split(b"=")[1]) for r in server.requests[first:] if b"/cache-aside?id=" in r}
+    half = two.parts["cache-aside"].requests // 2 - 20   # each process sent about half of them
+    assert {int(cycle.path(k).split("=")[1]) for k in range(0, half, cycle.every)} <= ids
+    assert {int(cycle.path(cycle.length // 2 + k).split("=")[1]) for k in range(0, half, cycle.every)} <= ids
+    assert abs(two.latency_p50 - one.latency_p50) < 2.0, (one.latency_p50, two.latency_p50)

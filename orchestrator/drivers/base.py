@@ -277,18 +277,20 @@ def run_generator(argv: list[str], log_path: Path, deadline_s: float, cpus: str 
     return f.exit_code, f.wall_s, f.cpu_s
 
 
-def run_generators(argvs: list[list[str]], log_paths: list[Path], deadline_s: float, cpus: str | None,
+def run_generators(argvs: list[list[str]], log_paths: list[Path], deadline_s: float, cpus: str | list[str] | None,
                    env: dict[str, str] | None = None, netns: list[str | None] | None = None) -> list[Finished]:
-    """Run generator processes side by side (a Locust master and its workers) until every one has
-    ended, bounded in time; one Finished each, in order.
+    """Run generator processes side by side (a Locust master and its workers, pacer's processes) until
+    every one has ended, bounded in time; one Finished each, in order. cpus: all of them on these, or
+    a list, one process on each.
 
     CPU time comes from wait4's rusage of each finished child, so it is exact and costs nothing
     while the generators run. Past the deadline, or on any exception, all of them are killed. netns: a
     network namespace per process (None: this machine's own).
     """
     started = time.monotonic()
-    procs = [spawn(argv, log_path=log, cpus=cpus, env=None if env is None else {**os.environ, **env}, netns=ns)
-             for argv, log, ns in zip(argvs, log_paths, netns or [None] * len(argvs))]
+    each = cpus if isinstance(cpus, list) else [cpus] * len(argvs)
+    procs = [spawn(argv, log_path=log, cpus=on, env=None if env is None else {**os.environ, **env}, netns=ns)
+             for argv, log, ns, on in zip(argvs, log_paths, netns or [None] * len(argvs), each)]
     done: dict[int, Finished] = {}
     try:
         while len(done) < len(procs):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 
 from orchestrator import lazy
@@ -34,10 +35,11 @@ from orchestrator.drivers.base import (
     LoadSpec,
     good,
     latency_fields,
-    run_generator,
+    run_generators,
 )
 from orchestrator.infra.procs import log_tail, require_tool
 from orchestrator.infra.tools import compiled
+from orchestrator.targets.jvm import parse_cpus
 
 np = lazy.module("numpy")
 pa = lazy.module("pyarrow")
@@ -50,6 +52,9 @@ RECORD_BYTES = 24
 WAITED = 1
 ERR_READ, ERR_TIMEOUT, ERR_DROPPED, ERR_WRITE = -2, -3, NOT_SENT, -5
 TOLERANCE_US = 1000   # later than this after its time, with a connection idle, an arrival was sent late
+# How far ahead of now the processes of one schedule start it: each opens its connections first (up to 2 s
+# against a server slow to accept; then it starts late, and its records say so)
+START_LEAD_NS = 500_000_000
 PRECONNECT = 64       # connections opened before the window (at most the concurrency)
 
 
@@ -156,6 +161,22 @@ def arrivals(records):
     return out
 
 
+def merged(docs: list[dict]) -> dict:
+    """The summary of one schedule's processes as one: counts added, the earliest start, the longest
+    window, the most connections open (each process's peak: their sum is an upper bound)."""
+    if len(docs) == 1:
+        return docs[0]
+    out = dict(docs[0])
+    for key in ("arrivals", "sent", "answered", "dropped", "late", "queued", "errors_connect", "errors_read",
+                "errors_write", "errors_timeout", "closed_by_server", "bytes", "max_connections_open", "cpu_s"):
+        out[key] = sum(d[key] for d in docs)
+    out["started_at"] = min(d["started_at"] for d in docs)
+    out["window_s"] = max(d["window_s"] for d in docs)
+    out["interrupted"] = any(d["interrupted"] for d in docs)
+    out["processes"] = len(docs)
+    return out
+
+
 def behind_schedule(r: LoadResult) -> bool:
     """Whether pacer's own lag could have moved the window's figures: its p99 above the tolerance and
     above a tenth of the p99 latency it is part of. This VM's timer alone makes the lag p99 0.1-0.5 ms,
@@ -174,26 +195,43 @@ class PacerDriver(Driver):
         pacer = self.executable()
         # the last of them, an earlier cell's kept records, only to be removed
         req, records, summary, log, _ = self.files(spec, "http", "records", "json", "log", "records.parquet")
-        argv = [pacer, "--host", spec.host, "--port", str(spec.port), *request_args(spec, req),
-                "--rate", f"{spec.rate:g}", "--duration", f"{spec.duration_s:g}",
-                *[arg for rate, seconds in spec.then for arg in ("--then", f"{rate:g}:{seconds:g}")],
-                "--connections", str(spec.concurrency), "--timeout", f"{spec.timeout_s:g}",
-                "--preconnect", str(min(spec.concurrency, PRECONNECT)), "--tolerance-us", str(TOLERANCE_US),
-                "--records", str(records)]
-        # its summary is its stdout: the log holds it, and its complaints
-        rc, wall_s, cpu_s = run_generator(argv, log, deadline_s=spec.total_s + spec.timeout_s + 30, cpus=spec.cpus)
-        lines = log.read_text().splitlines() if log.exists() else []
-        if rc != 0 or not lines or not records.exists():
-            raise DriverFailed(f"pacer exited with {rc}: {log_tail(log, 5) or 'no output'}")
-        try:
-            doc = json.loads(lines[-1])
-        except ValueError as e:
-            raise DriverFailed(f"pacer wrote an unreadable summary ({e}): {log}") from None
+        cpus = sorted(parse_cpus(spec.cpus))
+        n = len(cpus)
+        conns = -(-spec.concurrency // n)
+        common = [pacer, "--host", spec.host, "--port", str(spec.port), *request_args(spec, req),
+                  "--rate", f"{spec.rate:g}", "--duration", f"{spec.duration_s:g}",
+                  *[arg for rate, seconds in spec.then for arg in ("--then", f"{rate:g}:{seconds:g}")],
+                  "--connections", str(conns), "--timeout", f"{spec.timeout_s:g}",
+                  "--preconnect", str(min(conns, PRECONNECT)), "--tolerance-us", str(TOLERANCE_US)]
+        # one process a CPU, on one schedule from one instant (after their connections are open)
+        start_at = time.monotonic_ns() + START_LEAD_NS if n > 1 else 0
+        own = [(records, log) if n == 1 else (records.with_name(f"{records.name}-{k}"), log.with_name(f"{log.name}-{k}"))
+               for k in range(n)]
+        argvs = [common + ["--records", str(rec)] + (["--stride", str(n), "--index", str(k), "--start-at",
+                                                      str(start_at)] if n > 1 else []) for k, (rec, _) in enumerate(own)]
+        # their summaries are their stdout: the logs hold them, and their complaints
+        finished = run_generators(argvs, [lg for _, lg in own], deadline_s=spec.total_s + spec.timeout_s + 30,
+                                  cpus=[str(c) for c in cpus] if n > 1 else spec.cpus)
+        docs, parts_read = [], []
+        for f, (rec, lg) in zip(finished, own):
+            lines = lg.read_text().splitlines() if lg.exists() else []
+            if f.exit_code != 0 or not lines or not rec.exists():
+                raise DriverFailed(f"pacer exited with {f.exit_code}: {log_tail(lg, 5) or 'no output'}")
+            try:
+                docs.append(json.loads(lines[-1]))
+            except ValueError as e:
+                raise DriverFailed(f"pacer wrote an unreadable summary ({e}): {lg}") from None
+            parts_read.append(read_records(rec))
+            if n > 1:
+                rec.unlink()
+        doc = merged(docs)
         summary.write_text(json.dumps(doc, indent=1) + "\n")
-        arrivals_read = read_records(records)
+        arrivals_read = np.sort(np.concatenate(parts_read), order="intended_ns", kind="stable") if n > 1 \
+            else parts_read[0]
         result = result_of(doc, arrivals_read, spec.total_s, parts_of(spec.scenario))
         keep_records(arrivals_read, records)
-        result.loadgen_cpu_s, result.loadgen_wall_s = cpu_s, wall_s   # its whole run's, from wait4
+        # its whole run's, from wait4: every process's CPU, the longest one's wall
+        result.loadgen_cpu_s, result.loadgen_wall_s = sum(f.cpu_s for f in finished), max(f.wall_s for f in finished)
         if result.dropped or result.requests < 0.95 * doc["arrivals"]:
             result.flags.append("rate-not-met")
         if behind_schedule(result):

@@ -26,6 +26,11 @@
  * A mix: each --request starts a part, with its own --weight W (default 1) and --ids after it. Each
  * arrival's part is drawn by weight, before the window, from a generator seeded by --seed (default 1),
  * so a run is repeatable and the parts interleave as independent draws would, not in a fixed rotation.
+ *
+ * Past one CPU: N processes share one schedule. With --stride N --index K this one sends the arrivals
+ * i with i % N == K (their parts drawn as one process would draw them), its item cycles from K/N of the
+ * way round, with --connections of its own, from --start-at (CLOCK_MONOTONIC ns, the same clock in
+ * every process) on; each writes its own records, and the driver merges them.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -75,6 +80,8 @@ struct conn {
 static struct sockaddr_in addr;
 static struct part parts[PARTS_MAX]; static int n_parts;
 static uint64_t seed = 1;
+static long stride = 1, index_of = 0;   /* --stride, --index: this process's share of the arrivals */
+static uint64_t start_at;               /* --start-at: CLOCK_MONOTONIC ns of the window's start; 0: now */
 #define ID_MARK "{id}"
 static double rate, duration_s, timeout_s = 10;
 #define SEGMENTS_MAX 9
@@ -121,17 +128,21 @@ static int draw_part(void) {
 /* each segment's arrivals at its own rate from its start, each with its part; returns how many
  * there are in all */
 static long schedule(struct record *out) {
-    long i = 0; double start_s = 0;
+    long i = 0, own = 0; double start_s = 0;
     for (int k = 0; k < segments; k++) {
         long n = (long)(seg_rate[k] * seg_s[k]);
-        for (long j = 0; j < n; j++, i++)
+        for (long j = 0; j < n; j++, i++) {
+            int part = out ? draw_part() : 0;   /* every arrival's draw, so that each process draws alike */
+            if (i % stride != index_of) continue;
             if (out) {
-                out[i].intended_ns = (uint64_t)(start_s * 1e9 + 0.5) + (uint64_t)((double)j * 1e9 / seg_rate[k] + 0.5);
-                out[i].flags = (uint16_t)(draw_part() << 8);
+                out[own].intended_ns = (uint64_t)(start_s * 1e9 + 0.5) + (uint64_t)((double)j * 1e9 / seg_rate[k] + 0.5);
+                out[own].flags = (uint16_t)(part << 8);
             }
+            own++;
+        }
         start_s += seg_s[k];
     }
-    return i;
+    return own;
 }
 
 static void finish(long i, uint64_t t, int status) {
@@ -408,6 +419,9 @@ int main(int argc, char **argv) {
             parts[n_parts - 1].weight = w;
         }
         else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--stride")) stride = atol(v);
+        else if (!strcmp(a, "--index")) index_of = atol(v);
+        else if (!strcmp(a, "--start-at")) start_at = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--rate")) rate = atof(v);
         else if (!strcmp(a, "--duration")) duration_s = atof(v);
         else if (!strcmp(a, "--connections")) max_conns = atoi(v);
@@ -432,6 +446,7 @@ int main(int argc, char **argv) {
     }
     if (!n_parts || !records_path || port <= 0 || port > 65535) usage("--request, --records and --port are needed");
     if (rate <= 0 || duration_s <= 0 || max_conns <= 0 || timeout_s <= 0) usage("rate, duration, connections and timeout must be > 0");
+    if (stride < 1 || index_of < 0 || index_of >= stride) usage("--index must be from 0 to --stride - 1");
     addr.sin_family = AF_INET; addr.sin_port = htons((uint16_t)port);
     if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) usage("--host must be an IPv4 address");
     size_t longest = 0; int any_ids = 0;
@@ -443,6 +458,7 @@ int main(int argc, char **argv) {
         char *mark = memmem(p->request, p->request_len, ID_MARK, strlen(ID_MARK));
         if (!mark) usage("--ids needs \"" ID_MARK "\" in its request");
         p->id_at = (size_t)(mark - p->request); any_ids = 1;
+        p->sent = index_of * (p->id_every * p->id_count) / stride;   /* its share of the cycle, from K/N round */
     }
 
     struct rlimit rl; getrlimit(RLIMIT_NOFILE, &rl);
@@ -475,8 +491,12 @@ int main(int argc, char **argv) {
         int n = epoll_wait(epfd, evs, 256, 100);
         for (int e = 0; e < n; e++) writable(&conns[evs[e].data.u32], now_ns());
     }
+    if (start_at) {   /* the processes of one schedule start it together */
+        struct timespec at = { .tv_sec = (time_t)(start_at / 1000000000ull), .tv_nsec = (long)(start_at % 1000000000ull) };
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) == EINTR && !stop) {}
+    }
     struct timespec wall; clock_gettime(CLOCK_REALTIME, &wall);
-    t0 = now_ns();
+    t0 = start_at ? start_at : now_ns();   /* a process that woke late is late by its records, not realigned */
     uint64_t end_ns = (uint64_t)(duration_s * 1e9), last_expire = t0;
     uint64_t give_up = end_ns + (uint64_t)(timeout_s * 1e9) + 1000000000ull;
     while (!stop) {
