@@ -100,3 +100,26 @@ def test_a_pools_idle_workers_are_not_parked_and_allocation_is_read_around_the_w
     # each thread's allocated bytes between readings 100 ms apart around the window: a small server
     # at 40 requests a second allocates a few MB/s at most, not what its threads allocated since start
     assert 0 < row["jfr_alloc_mb_per_s"] < 50
+
+
+def test_a_lock_counts_as_the_application_s_only_where_its_own_frame_took_it():
+    from orchestrator.measure.thread_dumps import waiting_site
+    semaphore = {"state": "WAITING", "parkBlocker": {"object": "java.util.concurrent.Semaphore$NonfairSync@1"},
+                 "stack": ["java.base/jdk.internal.misc.Unsafe.park(Native Method)",
+                           "java.base/java.util.concurrent.locks.AbstractQueuedSynchronizer.acquire(AQS.java:1)",
+                           "java.base/java.util.concurrent.Semaphore.acquireUninterruptibly(Semaphore.java:2)",
+                           "app//Fixture$Redis.mget(Fixture.java:206)"]}
+    assert waiting_site(semaphore) == "Fixture$Redis.mget(Fixture.java:206) on Semaphore$NonfairSync"
+    synchronized = {"state": "BLOCKED", "stack": ["app//Fixture.sleepHolding(Fixture.java:300)",
+                                                  "app//Fixture.handle(Fixture.java:100)"]}
+    assert waiting_site(synchronized) == "Fixture.sleepHolding(Fixture.java:300) on a monitor"
+    # the JDK's HTTP server's monitor, and a JDK stream's internal lock, entered from application code
+    jdk_monitor = {"state": "BLOCKED", "stack": ["jdk.httpserver/sun.net.httpserver.ServerImpl.x(ServerImpl.java:1)",
+                                                 "app//Fixture.send(Fixture.java:359)"]}
+    jdk_lock = {"state": "WAITING", "parkBlocker": {"object": "java.util.concurrent.locks.ReentrantLock$NonfairSync@2"},
+                "stack": ["java.base/jdk.internal.misc.Unsafe.park(Native Method)",
+                          "java.base/java.util.concurrent.locks.ReentrantLock.lock(ReentrantLock.java:1)",
+                          "java.base/jdk.internal.misc.InternalLock.lock(InternalLock.java:1)",
+                          "java.base/java.io.BufferedOutputStream.write(BufferedOutputStream.java:1)",
+                          "app//Fixture.send(Fixture.java:359)"]}
+    assert waiting_site(jdk_monitor) is None and waiting_site(jdk_lock) is None

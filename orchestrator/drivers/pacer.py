@@ -111,7 +111,7 @@ def keep_records(records, raw: Path) -> Path:
     table = pa.table({name: np.ascontiguousarray(records[name]) for name in records.dtype.names})
     pq.write_table(table, kept, compression="zstd", use_dictionary=False,
                    column_encoding={"intended_ns": "DELTA_BINARY_PACKED"})
-    raw.unlink()
+    raw.unlink(missing_ok=True)   # several processes: theirs are gone already, merged
     return kept
 
 
