@@ -131,7 +131,7 @@ def test_the_report_shows_the_answer_and_capacity_against_cost():
     fig = workload_report.cost_chart(df, served, {"a:x": "r", "b:y": "b"})
     (ax,) = fig.axes
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a:x", "b:y"]
-    assert "the file's example prices" in workload_report.text(served)
+    assert "(examples: the file set no prices)" in workload_report.text(served)
 
 
 def test_the_answer_names_the_smallest_heap_that_holds_the_capacity():

@@ -55,7 +55,7 @@ def print_workload_answer(df, workload: dict) -> None:
     console.print("[dim]place: =N where the capacities of these repeats overlap (one target is above another only "
                   "where every JVM of it reached a rate every JVM of the other failed at); cost: the server's CPU and "
                   "memory at capacity, nothing else (docs/workloads.md)"
-                  + ("; the prices are the file's examples" if workload.get("prices_are_examples") else "") + "[/]")
+                  + ("; the file set no prices: these are examples" if workload.get("prices_are_examples") else "") + "[/]")
 
 
 def _present(row) -> dict:

@@ -60,7 +60,7 @@ def cost_chart(df: pd.DataFrame, workload: dict, colors: dict) -> Figure | None:
 
 
 def text(workload: dict) -> str:
-    examples = " (the file's example prices)" if workload.get("prices_are_examples") else ""
+    examples = " (examples: the file set no prices)" if workload.get("prices_are_examples") else ""
     return (f"{workload.get('description', '')}. Each target's capacity for this mix at {workload['objective']} "
             f"(and each scenario's own objective), the median of its repeats, and the interval its JVMs support "
             f"together; a place is shared (=N) where these repeats cannot tell a target from the one above it. "
