@@ -8,6 +8,7 @@ from rich.table import Table
 
 from orchestrator.cli.common import console
 from orchestrator.measure.console import level_label
+from orchestrator.report.capacity import span
 from orchestrator.results.workload_answer import answer
 
 
@@ -45,10 +46,8 @@ def print_workload_answer(df, workload: dict) -> None:
                 box=box.SIMPLE_HEAD, pad_edge=False,
                 title=f"workload {workload['name']}: capacity at {workload['objective']}")
     for _, r in table.iterrows():
-        span = "" if r["capacity_low_rps"] != r["capacity_low_rps"] else (
-            f"≥ {r['capacity_low_rps']:,.0f}" if r["capacity_high_rps"] == float("inf")
-            else f"{r['capacity_low_rps']:,.0f} – {r['capacity_high_rps']:,.0f}")
-        out.add_row(r["place"], r["target"], _fmt(r["capacity_rps"], ",.0f"), span, _fmt(r["rps_per_core"], ",.0f"),
+        out.add_row(r["place"], r["target"], _fmt(r["capacity_rps"], ",.0f"),
+                    span(r["capacity_low_rps"], r["capacity_high_rps"]), _fmt(r["rps_per_core"], ",.0f"),
                     _fmt(r["rps_per_gib"], ",.0f"), _fmt(r["server_cpu_pct"], ".0f"), _fmt(r["rss_mb"], ".0f"),
                     _fmt(r["cost_per_million"], ".4f"), *([r["smallest_heap"]] if heaps else []))
     console.print(out)

@@ -24,10 +24,10 @@ file and the field.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from orchestrator.config import options
 from orchestrator.config.catalog import Catalog, resolve
 from orchestrator.config.documents import Document
 from orchestrator.config.mix import Mix, build, with_parameters
@@ -134,12 +134,13 @@ def _price(doc: Document, key: str) -> float:
 
 def _heap(doc: Document, i: int, text: str) -> str:
     """A heap the JVM takes (-Xmx): 512m, 2g; at least MIN_HEAP_MB, and within this machine's memory."""
-    m = re.fullmatch(r"([1-9]\d*)([mMgG])", text)
-    if not m:
+    try:
+        text = options.heap(text)
+    except UsageError:
         doc.fail(f"heaps[{i}]", f"{text!r} must look like 512m or 2g")
-    mb = int(m.group(1)) * (1024 if m.group(2) in "gG" else 1)
+    mb = int(text[:-1]) * (1024 if text[-1] == "g" else 1)
     total_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
     if not MIN_HEAP_MB <= mb <= total_mb:
         doc.fail(f"heaps[{i}]", f"{text} is outside what a target can run with here ({MIN_HEAP_MB}m to this "
                                 f"machine's {total_mb:,}m)")
-    return text.lower()
+    return text

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from orchestrator.config.mix import parts_of
 from orchestrator.config.objective import Objective
 from orchestrator.config.scenarios import Scenario
 from orchestrator.drivers.base import LoadResult
@@ -109,7 +110,7 @@ def _judge(offered: float, r: LoadResult, flags: list[str], objective: Objective
     if latency > bound:
         return Verdict(FAIL, f"{label} {latency:,.1f} ms > {bound:g} ms", close)
     said = [f"{label} {latency:,.1f} ms <= {bound:g} ms"]
-    for part in getattr(scenario, "parts", ()):   # a mix's scenarios with an objective of their own
+    for part in parts_of(scenario):   # a mix's scenarios with an objective of their own
         if part.objective is None or part.scenario.name not in r.parts:
             continue
         own = Objective(part.objective[0], part.objective[1], objective.error_budget)

@@ -133,7 +133,7 @@ class WarmedUpCell:
         kept = self.recorder.add(name, results, rows)
         return [out for row, result in zip(kept, results)
                 for out in ([{**row, "mix": row["scenario"]}, *rows_mod.part_rows(row, result)]
-                            if getattr(result, "parts", None) else [row])]
+                            if result.parts else [row])]
 
     def parts(self, row: dict, result: LoadResult) -> list[dict]:
         return rows_mod.part_rows(row, result)

@@ -49,7 +49,10 @@ def across_jvms(rows: pd.DataFrame) -> tuple[float, float] | None:
     return float(rows["capacity_low_rps"].min()), float("inf") if highs.isna().any() else float(highs.max())
 
 
-def _span(low: float, high: float) -> str:
+def span(low: float, high: float) -> str:
+    """An interval of capacities in words: '2,000 – 2,300', '≥ 2,000' (no failure), '' (none known)."""
+    if low != low:
+        return ""
     return f"≥ {low:,.0f}" if high == float("inf") else f"{low:,.0f} – {high:,.0f}"
 
 
@@ -61,7 +64,7 @@ def capacity_table(capacity: pd.DataFrame) -> pd.DataFrame:
 
     def text(rows: pd.DataFrame) -> str:
         joint = across_jvms(rows) if len(rows) > 1 else None
-        return "; ".join(rows["text"]) + (f" → across JVMs {_span(*joint)}" if joint else "")
+        return "; ".join(rows["text"]) + (f" → across JVMs {span(*joint)}" if joint else "")
     table = groups.apply(text, include_groups=False).unstack("scenario")
     return table.reset_index().rename(columns={"target": "target (capacity in req/s)"}).fillna("")
 
@@ -77,7 +80,7 @@ def ordering(capacity: pd.DataFrame) -> list[str]:
         if len(joint) < 2:
             continue
         ranked = sorted(joint.items(), key=lambda kv: -kv[1][0])
-        above = [f"{a} ({_span(*ja)}) above {b} ({_span(*jb)})"
+        above = [f"{a} ({span(*ja)}) above {b} ({span(*jb)})"
                  for a, ja in ranked for b, jb in ranked if a != b and ja[0] >= jb[1]]
         out.append(f"{scenario}: " + ("; ".join(above) if above else
                                        "no target's capacity is above another's in every JVM"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from orchestrator import lazy
+from orchestrator.report.capacity import span
 from orchestrator.results.workload_answer import answer
 
 pd = lazy.module("pandas")
@@ -24,8 +25,7 @@ def answer_table(df: pd.DataFrame, workload: dict) -> pd.DataFrame:
     table = answer(df, workload["name"], workload["prices"])
     if table.empty:
         return table
-    table["across"] = [("" if lo != lo else f"≥ {lo:,.0f}" if hi == float("inf") else f"{lo:,.0f} – {hi:,.0f}")
-                       for lo, hi in zip(table["capacity_low_rps"], table["capacity_high_rps"])]
+    table["across"] = [span(lo, hi) for lo, hi in zip(table["capacity_low_rps"], table["capacity_high_rps"])]
     formats = {"capacity_rps": "{:,.0f}", "rps_per_core": "{:,.0f}", "rps_per_gib": "{:,.0f}",
                "server_cpu_pct": "{:.0f}", "rss_mb": "{:.0f}", "cost_per_million": "{:.4f}"}
     for column, spec in formats.items():
