@@ -80,13 +80,17 @@ def test_a_preset_claim_about_an_unmeasured_cell_is_one_error(tmp_path, monkeypa
         presets.load("bad", discover())
 
 
-def cell(target: str, figures, metric: str = "rps", level: int = 500, flags="", scenario: str = "redis"):
-    """Made-up repeats of one cell (one row each), in the result columns."""
+def cell(target: str, figures, metric: str = "rps", level: int = 500, flags="", scenario: str = "redis",
+         steal_pct=None):
+    """Made-up repeats of one cell (one row each), in the result columns; steal_pct: the share of the
+    server's CPU the host took in each repeat's 15-s window (not measured when None)."""
     flags = flags if isinstance(flags, list) else [flags] * len(figures)
+    steal = steal_pct or [None] * len(figures)
     return pd.DataFrame([{"run_id": "made-up", "target": target, "scenario": scenario, "concurrency": level,
                           "repeat": i + 1, "status": "ok", "reason": "", "check_flags": f, metric: v,
-                          "requests": 10_000, "server_cpu_s": 1.0} for i, (v, f) in enumerate(zip(figures, flags))]
-                        ).reindex(columns=COLUMNS)
+                          "requests": 10_000, "server_cpu_s": 1.0, "duration_s": 15.0, "server_cpus_steal_pct": s,
+                          "loadgen_cpus_steal_pct": 0.0 if s is not None else None}
+                         for i, (v, f, s) in enumerate(zip(figures, flags, steal))]).reindex(columns=COLUMNS)
 
 
 ORDER = {"form": "order", "claim": "Study 002: Quarkus 56.2k > Ktor 52.5k > WebFlux 39.1k req/s.", "scenario": "redis",
@@ -182,6 +186,31 @@ def test_a_side_s_slowed_repeats_are_left_out_where_two_clean_ones_remain():
     behind = cell("ktor:coroutines", [25_000, 22_000, 20_000], flags=["", "host-steal", "host-steal"])
     row = judged(cell("quarkus:reactive", [30_000, 30_300, 29_800]), behind, webflux)
     assert "withheld (ktor:coroutines flagged host-steal in 2 of its 3 repeats; 2 clean ones" in row["verdict"]
+
+
+def test_a_side_the_host_stole_from_is_judged_given_back_every_stolen_moment():
+    """Study 002's case (run 20261127-134644): Quarkus, every repeat flagged host-steal, read 40 %
+    behind Ktor where the study put it ahead. Steal could only have slowed it, and by at most the share
+    it took: given back all of it (rps / (1 - stolen)), Quarkus is still behind, so the study's order
+    does not hold. A gap the steal could close stays withheld."""
+    ktor, webflux = cell("ktor:coroutines", [13_778, 13_999, 11_963]), cell("spring-webflux:reactive", [4_784, 5_023, 4_675])
+    quarkus = cell("quarkus:reactive", [8_378, 8_904, 6_590], flags="host-steal", steal_pct=[10.3, 6.0, 8.0])
+    row = judged(quarkus, ktor, webflux)
+    assert row["verdict"] == "does not hold: quarkus:reactive ahead of ktor:coroutines", row
+    assert "quarkus:reactive ahead of ktor:coroutines: ×0.6" in row["evidence"]
+    assert "(quarkus:reactive given back the host's steal)" in row["evidence"]
+    # Ktor 5 % ahead, Quarkus robbed of 10 % of its CPU: Quarkus could have led, so nothing is said
+    quarkus = cell("quarkus:reactive", [13_100, 13_300, 11_400], flags="host-steal", steal_pct=[10.0, 10.0, 10.0])
+    row = judged(quarkus, ktor, webflux)
+    assert "withheld (quarkus:reactive flagged host-steal in 3 of its 3 repeats" in row["verdict"], row
+    # the study's way: Ktor behind by more than all its stolen time could explain, and the order holds
+    ktor = cell("ktor:coroutines", [9_000, 9_100, 8_900], flags="host-steal", steal_pct=[5.0, 4.0, 6.0])
+    row = judged(cell("quarkus:reactive", [13_778, 13_999, 13_600]), ktor, webflux)
+    assert row["verdict"] == "holds", row
+    # a busy generator's share is not measured: it cannot be given back
+    ktor = cell("ktor:coroutines", [9_000, 9_100, 8_900], flags="host-steal,loadgen-cpus-busy", steal_pct=[5.0, 4.0, 6.0])
+    row = judged(cell("quarkus:reactive", [13_778, 13_999, 13_600]), ktor, webflux)
+    assert "withheld (ktor:coroutines flagged host-steal,loadgen-cpus-busy" in row["verdict"], row
 
 
 TREND = {"form": "trend", "claim": "Study 001: MVC mean 256 / 496 / 941 ms at 500 / 1,000 / 2,000 connections.",

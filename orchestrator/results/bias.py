@@ -21,7 +21,12 @@ is the target's or the machine's (its backlog, somaxconn) is not known, so on th
 """
 from __future__ import annotations
 
+import math
+
+from orchestrator import lazy
 from orchestrator.results.schema import PERCENTILES, latency_column
+
+np = lazy.module("numpy")
 
 # Clean repeats a cell needs for its slowed ones to be left out and the clean ones judged alone (Welch's
 # t needs two): a repeat the host or a busy generator slowed measured them, and its clean siblings, each a
@@ -36,6 +41,10 @@ BOUNDS = {"rps": "at least", "mb_received": "at least", "latency_mean_ms": "at m
 UNDERSTATED = {"latency_mean_ms": "at least", **{latency_column(k): "at least" for k in PERCENTILES}}
 # flag -> metric -> what it leaves of the truth; a flag or metric not here: no known direction
 DIRECTIONS = {**{flag: BOUNDS for flag in SLOWING}, "listen-queue-overflow": UNDERSTATED}
+# The one slowing flag whose size is measured (the share of the CPUs the host took, per window): a cell
+# it withholds can be given back every stolen moment (given_back) and judged at its best
+STOLEN = frozenset({"host-steal"})
+STEAL_COLUMNS = ("server_cpus_steal_pct", "loadgen_cpus_steal_pct")
 
 
 def flags_of(flags) -> set[str]:
@@ -74,3 +83,24 @@ def truth_better(higher_is_better: bool) -> str:
 
 def truth_worse(higher_is_better: bool) -> str:
     return truth_better(not higher_is_better)
+
+
+def stolen_share(rows) -> "np.ndarray":
+    """Per row, the larger share (0-1) of either side's CPUs the host took in its window (NaN where it
+    was not measured)."""
+    steal = [rows[c].to_numpy(dtype=float) if c in rows else np.full(len(rows), np.nan) for c in STEAL_COLUMNS]
+    return np.fmax(*steal) / 100
+
+
+def given_back(metric: str, values, stolen, duration_s) -> "np.ndarray | None":
+    """The figures had the host taken nothing, at their best: a rate divided by the share of time left
+    (1 - stolen), a latency less all the time stolen in the window (one request may have met every
+    stolen moment); NaN where a figure's steal was not measured (rows from before it was). None for a
+    metric steal cannot be bounded on (CPU, GC, memory...)."""
+    values, stolen = np.asarray(values, dtype=float), np.asarray(stolen, dtype=float)
+    if metric == "rps":
+        return values / np.clip(1 - stolen, 0.01, None)
+    if metric in UNDERSTATED:   # the latencies
+        window_ms = np.nan_to_num(np.asarray(duration_s, dtype=float), nan=math.inf) * 1000
+        return np.clip(values - stolen * window_ms, 1e-9, None)
+    return None

@@ -39,6 +39,7 @@ SHAPES = ("grows", "linear")
 LINEAR_BAND = 0.25
 MIN_CLEAN = bias.MIN_CLEAN   # clean repeats a side needs to be judged without its flagged ones
 NEAREST, FARTHEST = "nearest", "farthest"
+GIVEN_BACK = "given_back"   # the claim's metric, each repeat given back the time the host stole
 REQUIRED = {"order": ("claim", "scenario", "metric", "targets"),
             "lead": ("claim", "scenario", "metric", "targets", "over"),
             "trend": ("claim", "target", "scenario", "metric", "levels", "shape")}
@@ -98,8 +99,8 @@ class Pair:
 def judge_claim(df: pd.DataFrame, claim: dict, x: str = "concurrency") -> list[dict]:
     """The claim judged in each mode its targets ran in (cold, with an AOT cache) and, for an order
     with no `level`, at each load level: rows of claim, here, verdict, evidence, differs."""
-    rows = _rows(df, claim)
-    summ = summary(rows, x, [claim["metric"]]) if len(rows) else pd.DataFrame(columns=["target", x])
+    rows = _with_given_back(_rows(df, claim), claim["metric"])
+    summ = summary(rows, x, [claim["metric"], GIVEN_BACK]) if len(rows) else pd.DataFrame(columns=["target", x])
     cells = {(c["target"], c[x]): c for c in summ.to_dict("records")}
     clean_rows = rows[(rows["status"] == "ok") & (rows["check_flags"].fillna("") == "")] if len(rows) else rows
     clean = {(c["target"], c[x]): c for c in
@@ -109,6 +110,16 @@ def judge_claim(df: pd.DataFrame, claim: dict, x: str = "concurrency") -> list[d
         return [_judged(claim, x, cells, clean, suffix, None) for suffix in suffixes]
     levels = [claim["level"]] if "level" in claim else sorted({lv for (_, lv) in cells}) or [None]
     return [_judged(claim, x, cells, clean, suffix, level) for suffix in suffixes for level in levels]
+
+
+def _with_given_back(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The rows with GIVEN_BACK: each one's figure on metric had the host stolen nothing (bias.given_back),
+    NaN where that is not known."""
+    if not len(rows):
+        return rows
+    duration = rows["duration_s"] if "duration_s" in rows else [math.nan] * len(rows)
+    back = bias.given_back(metric, rows[metric], bias.stolen_share(rows), duration) if metric in rows else None
+    return rows.assign(**{GIVEN_BACK: back if back is not None else math.nan})
 
 
 def _rows(df: pd.DataFrame, claim: dict) -> pd.DataFrame:
@@ -183,21 +194,47 @@ def _unusable(cell: dict | None, metric: str, truth: str) -> str:
 
 
 def _usable_sides(pair: Pair, metric: str) -> tuple[Pair, str]:
-    """The pair as it is judged: a side whose slowing flags could have made the pair, in the direction
-    its figures point, replaced by its clean repeats where MIN_CLEAN or more are clean; and what was
-    left out, in words ('' when nothing)."""
+    """The pair as it is judged, with what was done to it in words ('' when nothing). A side whose
+    slowing flags could have made the pair, in the direction its figures point, is replaced by its clean
+    repeats where MIN_CLEAN or more are clean; else, where the host's steal is all that withholds it,
+    by its repeats given back every stolen moment, when even at that best the pair still points the
+    same way (the truth lies between the figure and its best)."""
     if not (pair.high and pair.low):
         return pair, ""
     agrees = judge.lead(_values(pair.high, metric), _values(pair.low, metric)).ratio > 1
     needs = ("at least", "at most") if agrees else ("at most", "at least")
-    high, low, left = pair.high, pair.low, []
-    for cell, clean, truth in ((pair.high, pair.high_clean, needs[0]), (pair.low, pair.low_clean, needs[1])):
-        if (cell["state"] == "flagged" and bias.bound(cell["check_flags"], metric) not in ("", truth)
-                and clean and clean["ok"] >= MIN_CLEAN):
-            left.append(f"{cell['ok'] - clean['ok']} flagged repeat(s) of {cell['target']} left out "
+    sides, said = [pair.high, pair.low], []
+    for i, (clean, truth) in enumerate(((pair.high_clean, needs[0]), (pair.low_clean, needs[1]))):
+        cell = sides[i]
+        if cell["state"] != "flagged" or not _unusable(cell, metric, truth):
+            continue
+        if bias.bound(cell["check_flags"], metric) not in ("", truth) and clean and clean["ok"] >= MIN_CLEAN:
+            said.append(f"{cell['ok'] - clean['ok']} flagged repeat(s) of {cell['target']} left out "
                         f"({cell['check_flags']})")
-            high, low = (clean, low) if cell is pair.high else (high, clean)
-    return Pair(high, low, pair.label, pair.study_ratio, pair.high_clean, pair.low_clean), "; ".join(left)
+            sides[i] = clean
+            continue
+        best = _given_back(cell, metric, truth)
+        if best is None:
+            continue
+        trial = [*sides]
+        trial[i] = best
+        if (judge.lead(_values(trial[0], metric), _values(trial[1], metric)).ratio > 1) == agrees:
+            said.append(f"{cell['target']} given back the host's steal")
+            sides[i] = best
+    return (Pair(sides[0], sides[1], pair.label, pair.study_ratio, pair.high_clean, pair.low_clean),
+            "; ".join(said))
+
+
+def _given_back(cell: dict, metric: str, truth: str) -> dict | None:
+    """The cell at its best had the host stolen nothing, where steal is the only flag that withholds it
+    and each repeat's steal was measured; None otherwise."""
+    if not bias.held(cell["check_flags"], metric, truth) <= bias.STOLEN:
+        return None
+    back = cell.get(f"{GIVEN_BACK}_values")
+    if not isinstance(back, (tuple, list)) or len(back) != len(_values(cell, metric)):
+        return None
+    return {**cell, metric: float(pd.Series(back).median()), f"{metric}_values": tuple(back),
+            "check_flags": "", "state": "ok", "given_back": True}
 
 
 def decide(pairs: list[Pair], metric: str, steps: list[float] | None = None,

@@ -78,8 +78,7 @@ def _cells(df: pd.DataFrame, x: str, metrics) -> dict:
     keys = list(zip(df["scenario"], df["target"], df[x]))
     ran, flags = (df["status"] == "ok").to_numpy(), df["check_flags"].tolist()
     figures = df[[m for m in metrics if m in df]].to_numpy(dtype=float)
-    steal = [df[c] if c in df else pd.Series(np.nan, index=df.index) for c in STEAL_COLUMNS]
-    stolen = np.fmax(*(c.to_numpy(dtype=float) for c in steal)) / 100
+    stolen = bias.stolen_share(df)
     duration = df["duration_s"].to_numpy(dtype=float) if "duration_s" in df else np.full(len(df), np.nan)
     rows: dict = {}
     for i, key in enumerate(keys):
@@ -89,19 +88,9 @@ def _cells(df: pd.DataFrame, x: str, metrics) -> dict:
 
 
 def _given_back(cell: _Cell, metric: str, values_of: np.ndarray) -> np.ndarray | None:
-    """The repeats' figures had the host taken nothing, at their best: a rate divided by the share of
-    time left (1 - stolen), a latency less all the time stolen in the window (one request may have met
-    every stolen moment). None for a metric steal cannot be bounded on (CPU, GC, memory...) or where a
-    repeat's steal was not measured (rows from before it was)."""
     keep = cell.ran & ~np.isnan(values_of)
-    stolen, values = cell.stolen[keep], values_of[keep]
-    if np.isnan(stolen).any():
-        return None
-    if metric == "rps":
-        return values / np.clip(1 - stolen, 0.01, None)
-    if METRICS[metric].unit == "ms" and metric.startswith("latency"):
-        return np.clip(values - stolen * np.nan_to_num(cell.duration_s[keep], nan=math.inf) * 1000, 1e-9, None)
-    return None
+    back = bias.given_back(metric, values_of[keep], cell.stolen[keep], cell.duration_s[keep])
+    return None if back is None or np.isnan(back).any() else back
 
 
 # Flags whose cause is the target itself (it answered errors, dropped connections, died): a cell that
@@ -115,8 +104,6 @@ TARGET_FLAGS = ("non-2xx", "socket-errors", "server-died")
 # have flattered it (listen-queue-overflow's latency: bias.DIRECTIONS). On B they withhold it, except
 # steal, which is measured: where giving B back every stolen moment (`_given_back`) cannot close the
 # gap, B is worse (CI read B 96 % below A, both sides stealing, as "no regression").
-STOLEN_FLAGS = frozenset({"host-steal"})
-STEAL_COLUMNS = ("server_cpus_steal_pct", "loadgen_cpus_steal_pct")
 
 
 def _side(cell: _Cell | None, column: int) -> tuple[np.ndarray, int, str]:
@@ -175,7 +162,7 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: s
             better, worse = (bias.truth_better(METRICS[metric].higher_is_better),
                              bias.truth_worse(METRICS[metric].higher_is_better))
             held_a, held_b = bias.held(_flags(ca), metric, better), bias.held(_flags(cb), metric, worse)
-            only_slowed_b = bool(held_b) and held_b <= STOLEN_FLAGS and not held_a
+            only_slowed_b = bool(held_b) and held_b <= bias.STOLEN and not held_a
             (va, _, why_a), (vb, failed_b, why_b) = _side(ca, column), _side(cb, column)
             med_a = float(np.median(va)) if len(va) else math.nan
             med_b = float(np.median(vb)) if len(vb) else math.nan
