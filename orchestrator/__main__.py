@@ -9,7 +9,7 @@ starts the engine. Each step prints one line saying what it does and where its o
 apt's, pip's or uv's own; a step that fails prints the log's last lines and its path.
 
 It builds no load generator: one built from source (k6, with Go) is built by the first run that
-drives it, when that run asks for it before its first cell (drivers/registry.py's `Tool.build`,
+drives it, when that run asks for it before its first cell (config/driver_registry.py's `Tool.build`,
 infra/installs.py), so a run that never drives it never waits for it.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from orchestrator.drivers import debian_packages
+from orchestrator.config.driver_registry import debian_packages
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
@@ -34,7 +34,7 @@ LOG = VENV / "install.log"        # the full output of every installer step (apt
 DOCKERD_LOG = Path("/tmp/dockerd.log")
 TAIL = 20                         # lines of a failed step's log printed before its path
 # executable -> Debian package that provides it, for the tools that are not load drivers (each driver
-# declares its own in drivers/registry.py, which imports the standard library only, as this file must)
+# declares its own in config/driver_registry.py, which imports the standard library only, as this file must)
 APT = {"redis-server": "redis-server", "mariadbd": "mariadb-server", "mvn": "maven", "taskset": "util-linux",
        "nginx": "nginx",   # nginx: `bench calibrate` measures each generator's ceiling against it
        # topologies (topology.py): namespaces and links, and the C compiler of a link's delay wire
@@ -155,7 +155,7 @@ def _venv(test: bool) -> None:
 
 # The slow tier drives every generator: those built on first use are built in its set-up, not in a test's time.
 MAKE_ALL = """import sys
-from orchestrator.drivers import registry
+from orchestrator.config import driver_registry as registry
 from orchestrator.errors import BenchError
 try:
     [registry.made(tool) for tool in registry.tools() if tool.build]

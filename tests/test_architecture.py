@@ -1,6 +1,7 @@
-"""The package's shape, as ARCHITECTURE.md states it: stages as subpackages, one dependency rule
-(reading results never imports measuring, infrastructure or the command line), no import cycles, no
-import hidden in a function to dodge one, no module over 400 lines, every module named in the docs."""
+"""The package's shape, as ARCHITECTURE.md states it: stages as subpackages on floors, each importing
+only its own floor and those below (FLOORS), reading results never importing measuring,
+infrastructure or the command line, no import cycles, no import hidden in a function to dodge one, no
+module over 400 lines, every module named in the docs."""
 from __future__ import annotations
 
 import ast
@@ -8,14 +9,21 @@ import subprocess
 import sys
 from pathlib import Path
 
+from orchestrator.config.kinds import KINDS
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "orchestrator"
 READING = ("orchestrator.results", "orchestrator.report")
 # what reading results may import: itself, the run's description (config) and the shared leaves
-READING_MAY_IMPORT = (*READING, "orchestrator.config", "orchestrator.errors", "orchestrator.lazy")
+READING_MAY_IMPORT = (*READING, "orchestrator.config", "orchestrator.core", "orchestrator.errors", "orchestrator.lazy")
 NEVER_FOR_READING = ("orchestrator.cli", "orchestrator.measure", "orchestrator.infra", "orchestrator.targets",
                      "orchestrator.drivers")
 MAX_LINES = 400
+# The floors, ground first: a module imports from its own floor and those below it, never above
+FLOORS = (("orchestrator", "orchestrator.errors", "orchestrator.lazy", "orchestrator.core"),
+          ("orchestrator.config",), ("orchestrator.results",), ("orchestrator.infra",), ("orchestrator.drivers",),
+          ("orchestrator.targets",), ("orchestrator.measure",), ("orchestrator.report",),
+          ("orchestrator.cli", "orchestrator.__main__"))
 
 
 def modules() -> dict[str, Path]:
@@ -82,6 +90,21 @@ def test_no_import_cycles():
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
 
 
+def floor(module: str) -> int:
+    """The floor of a module: that of the longest prefix FLOORS names."""
+    best = max(((len(p), i) for i, names in enumerate(FLOORS) for p in names
+                if module == p or module.startswith(p + ".")), default=None)
+    assert best is not None, f"{module} is on no floor: add its package to FLOORS"
+    return best[1]
+
+
+def test_every_package_imports_only_its_floor_and_those_below():
+    up = [f"{path.relative_to(ROOT)}:{line} imports {name} (floor {floor(name)} above {floor(m)})"
+          for m, path in modules().items() for name, line in imports(path, top_level=True)
+          if floor(name) > floor(m)]
+    assert not up, "imports that point up a floor (FLOORS; move the shared piece down):\n" + "\n".join(up)
+
+
 def test_reading_results_imports_only_results_report_and_config():
     wrong = [f"{path.relative_to(ROOT)}:{line} imports {name}"
              for m, path in modules().items() if m.startswith(READING)
@@ -117,3 +140,27 @@ def test_every_module_is_named_in_architecture_md():
 def test_the_readme_is_read_in_ten_minutes():
     lines = (ROOT / "README.md").read_text().splitlines()
     assert len(lines) <= 200, f"README.md has {len(lines)} lines; the rest belongs in docs/"
+
+
+def test_nothing_outside_the_kinds_branches_on_a_kind_s_name():
+    """A kind is asked (its attributes and methods: config/kinds/base.py), never named: a comparison of
+    something holding a kind with a kind's name, outside config/kinds/, is a branch a new kind would miss."""
+    names = set(KINDS)
+
+    def named(node) -> bool:
+        if isinstance(node, ast.Constant):
+            return node.value in names
+        return isinstance(node, (ast.Tuple, ast.List, ast.Set)) and any(named(e) for e in node.elts)
+
+    found = []
+    for m, path in modules().items():
+        if m.startswith("orchestrator.config.kinds"):
+            continue
+        source = path.read_text()
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Compare):
+                sides = [node.left, *node.comparators]
+                if any(named(s) for s in sides) and any("kind" in (ast.get_source_segment(source, s) or "")
+                                                       for s in sides if not named(s)):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.get_source_segment(source, node)}")
+    assert not found, "branches on a kind's name (ask the kind instead):\n" + "\n".join(found)

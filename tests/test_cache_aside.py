@@ -11,10 +11,11 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from conftest import PORTS, bench
 
-from orchestrator import drivers
+from orchestrator.config import driver_registry
 from orchestrator.config.items import CACHE_CHECK_ID, SEED_ROWS, IdCycle
+from orchestrator.config.load import LoadSpec, Ramp
 from orchestrator.config.scenarios import SCENARIOS
-from orchestrator.drivers.base import DriverFailed, LoadSpec, Ramp
+from orchestrator.drivers.base import DriverFailed
 from orchestrator.measure.evidence import Evidence, miss_seconds, off_contract
 from orchestrator.results import store as results
 
@@ -71,7 +72,7 @@ def test_a_generator_that_sends_one_path_refuses_a_load_that_walks_ids(tmp_path)
                     timeout_s=5, out_dir=tmp_path)
     for name in ("h2load", "oha"):
         with pytest.raises(DriverFailed, match=f"{name} sends the same path every time, and cache-aside"):
-            drivers.get(name).run(spec)
+            driver_registry.get(name).run(spec)
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
@@ -109,7 +110,7 @@ def test_each_generator_walks_the_ids_as_the_cycle_says(tmp_path, generator):
             "pacer": dataclasses.replace(spec, rate=200.0),
             "locust": dataclasses.replace(spec, ramp=Ramp(4, 0, 4.0, 1))}[generator]
     try:
-        drivers.get(generator).run(spec)
+        driver_registry.get(generator).run(spec)
     finally:
         server.shutdown()
         server.server_close()

@@ -11,13 +11,13 @@ import pytest
 from conftest import PORTS, ROOT, bench, on_a_calm_host
 
 from orchestrator.config import profiles
+from orchestrator.config.kinds.capacity_search import FAIL, LIMIT, PASS, Search, Verdict, judge, vus_for
+from orchestrator.config.load import LoadResult
 from orchestrator.config.objective import Objective, parse_slo
 from orchestrator.config.scenarios import SCENARIOS, Scenario
-from orchestrator.drivers.base import LoadResult
 from orchestrator.errors import UsageError
 from orchestrator.infra.hostinfo import host_info
 from orchestrator.measure import calibrate, ceilings, checks
-from orchestrator.measure.capacity import FAIL, LIMIT, PASS, Search, Verdict, judge, vus_for
 from orchestrator.report import capacity as capacity_report
 from orchestrator.results import store as results
 
@@ -351,7 +351,7 @@ def test_past_the_knee_goodput_that_holds_is_graceful_and_one_that_does_not_coll
                             "failed it in the search: repeat the search): at 2x its capacity"), doubt
     assert capacity_flags(None, [], "found", held, 1100.0) == ["capacity-found", "capacity-in-doubt"]
     assert overload_verdict(1000.0, held, 1300.0).startswith("graceful")   # held below the failing rate
-    from orchestrator.drivers.base import ARRIVAL
+    from orchestrator.config.load import ARRIVAL
     # within 50 ms and below 400: 3 of these 6 arrivals (a 503 and an arrival never sent are not), in 2 s
     arrivals = np.array([(0.1, 1.0, 200), (0.5, 20.0, 200), (1.0, 49.9, 200), (1.2, 300.0, 200), (1.5, 2.0, 503),
                          (1.9, 0.0, -4)], dtype=ARRIVAL)
@@ -361,7 +361,7 @@ def test_past_the_knee_goodput_that_holds_is_graceful_and_one_that_does_not_coll
 
 def test_recovery_counts_from_the_spikes_end_to_the_first_second_from_which_every_one_met_the_objective():
     from orchestrator.config.kinds.capacity import recovery_s
-    from orchestrator.drivers.base import ARRIVAL
+    from orchestrator.config.load import ARRIVAL
     # 1 s at 10/s answered in 5 ms, 1 s at 40/s of which the last 30 wait 2 s, then 10/s: the arrivals
     # of second 2 are answered in 900 ms (the backlog), of second 3 in 5 ms; one never sent in second 4
     rows = [(t + i / 10, 5.0, 200) for t in (0,) for i in range(10)]

@@ -3,7 +3,7 @@ preset's claim that names no measured cell, or unknown evidence, is one clear er
 import pandas as pd
 import pytest
 
-from orchestrator.config import presets
+from orchestrator.config import claim_fields, presets
 from orchestrator.config.catalog import discover
 from orchestrator.errors import ManifestError
 from orchestrator.results import claims
@@ -61,14 +61,14 @@ def test_a_flagged_repeat_is_shown_but_never_judged_on():
     ({"when": "always"}, "unknown field(s) when"),
 ])
 def test_a_malformed_claim_is_named(change, problem):
-    assert problem in claims.check({**CLAIM, **change})
+    assert problem in claim_fields.check({**CLAIM, **change})
 
 
 def test_every_shipped_claim_is_about_a_cell_its_preset_measures():
     catalog = discover()
     told = [c for name in presets.names() for c in presets.load(name, catalog).claims]
     assert len(told) >= 4
-    assert all(claims.check(c) is None for c in told)
+    assert all(claim_fields.check(c) is None for c in told)
 
 
 def test_a_preset_claim_about_an_unmeasured_cell_is_one_error(tmp_path, monkeypatch):
@@ -241,7 +241,7 @@ def test_a_linear_trend_holds_in_proportion_to_the_load_and_not_when_it_only_gro
     ({"shape": "linear"}, "unknown field(s) shape"),
 ])
 def test_a_malformed_order_is_named(change, problem):
-    assert problem in claims.check({**ORDER, **change})
+    assert problem in claim_fields.check({**ORDER, **change})
 
 
 def test_a_lead_holds_when_each_leader_is_ahead_of_each_target_it_leads():

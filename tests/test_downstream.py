@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.config.load import LoadResult
 from orchestrator.config.scenarios import SCENARIOS
-from orchestrator.drivers.base import LoadResult
+from orchestrator.core import downstream_api
+from orchestrator.core.httpclient import request
 from orchestrator.infra import downstream
-from orchestrator.infra.httpclient import request
 from orchestrator.infra.procs import stop_pid
 from orchestrator.measure.evidence import Evidence, off_contract
 from orchestrator.targets import smoke
@@ -27,7 +28,7 @@ def test_echo_sleep_reads_milliseconds_as_seconds():
 
 def test_the_status_page_less_the_poll_itself():
     page = "Active connections: 5 \nserver accepts handled requests\n 12 12 1040 \nReading: 0 Writing: 4 Waiting: 1 \n"
-    assert downstream.parse_status(page, polls=40) == downstream.Status(calls=1000, in_flight=3, connections=4)
+    assert downstream_api.parse_status(page, polls=40) == downstream_api.Status(calls=1000, in_flight=3, connections=4)
 
 
 def test_the_config_listens_where_asked_and_nowhere_else(tmp_path):
@@ -53,7 +54,7 @@ def test_calls_answer_after_the_delay_and_are_counted():
     port, folder = 29390, Path(tempfile.mkdtemp(prefix="bench-test-downstream-"))   # where nobody reaches it
     pid = downstream.start(folder, port, ["127.0.0.1"], 50, "0", None, False, "127.0.0.1")
     try:
-        reader = downstream.StatusReader("127.0.0.1", port)
+        reader = downstream_api.StatusReader("127.0.0.1", port)
         before = reader.read()
         r = request(port, "GET", "/call?i=7")
         assert (r.status, r.media_type, json.loads(r.body)) == (200, "application/json", {"call": 7})

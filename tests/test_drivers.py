@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 from orchestrator import __main__ as installer
+from orchestrator.config import driver_registry as registry
 from orchestrator.config import profiles
+from orchestrator.config.driver_registry import DriverInfo, Tool, drivers_by_kind, get, info, names, register, unregister
+from orchestrator.config.load import LoadSpec
 from orchestrator.config.scenarios import SCENARIOS
-from orchestrator.drivers import DriverInfo, Tool, drivers_by_kind, get, info, names, register, registry, unregister
-from orchestrator.drivers.base import Driver, LoadSpec
+from orchestrator.drivers.base import Driver
 from orchestrator.errors import MissingTool, UsageError
 from orchestrator.infra import hostinfo
 from orchestrator.measure import calibrate, checks
@@ -62,7 +64,8 @@ def test_the_installer_imports_the_standard_library_only():
 TOY_MODULE = '''
 import time
 
-from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec, run_generator
+from orchestrator.drivers.base import Driver, DriverFailed, run_generator
+from orchestrator.config.load import LoadResult, LoadSpec
 
 
 class ToyDriver(Driver):

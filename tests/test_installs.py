@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from orchestrator import __main__ as installer
+from orchestrator.config import driver_registry as registry
 from orchestrator.config import profiles
-from orchestrator.drivers import get, registry
-from orchestrator.drivers.registry import K6_MODULE
+from orchestrator.config.driver_registry import K6_MODULE, get
 from orchestrator.errors import MissingTool
 from orchestrator.infra import hostinfo, installs
 from orchestrator.measure.warmup import generators

@@ -18,9 +18,9 @@ import psutil
 import pytest
 from conftest import ROOT
 
-from orchestrator import drivers
+from orchestrator.config import driver_registry
+from orchestrator.config.load import LoadResult, LoadSpec, Ramp
 from orchestrator.config.scenarios import Scenario
-from orchestrator.drivers.base import LoadResult, LoadSpec, Ramp
 from orchestrator.drivers.locust import LocustDriver, free_port, split
 from orchestrator.measure.checks import cell_flags
 
@@ -84,7 +84,7 @@ def server():
 
 
 def run(server, tmp_path, ramp: Ramp) -> LoadResult:
-    return drivers.get("locust").run(LoadSpec(
+    return driver_registry.get("locust").run(LoadSpec(
         port=server.server_address[1], scenario=SCENARIO, concurrency=ramp.start_users, duration_s=ramp.duration_s,
         cpus="0", timeout_s=10, out_dir=tmp_path, ramp=ramp))
 
@@ -187,7 +187,7 @@ def test_workers_elsewhere_get_the_test_from_each_cells_master(server, tmp_path)
         ramp = Ramp(start_users=2, step_users=4, step_s=3, steps=2, workers=2)
         for cell in ("a", "b"):
             out = tmp_path / cell
-            result = drivers.get("locust").run(LoadSpec(
+            result = driver_registry.get("locust").run(LoadSpec(
                 port=server.server_address[1], scenario=SCENARIO, concurrency=2, duration_s=ramp.duration_s,
                 cpus="0", timeout_s=10, out_dir=out, ramp=ramp, workers_elsewhere=True, master_port=port))
             check_every_second_and_step(result, ramp)

@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 from conftest import FIXTURES, bench, start_bench
 
-from orchestrator import drivers
+from orchestrator.config import driver_registry
+from orchestrator.config.load import LoadSpec
 from orchestrator.config.scenarios import Scenario
-from orchestrator.drivers.base import LoadSpec
 from orchestrator.drivers.pacer import read_records
 from orchestrator.targets.jdk import find_jdk
 
@@ -38,7 +38,7 @@ def fixture_server(tmp_path_factory):
     proc = subprocess.Popen(["taskset", "-c", "1", jdk.java, "-XX:ActiveProcessorCount=1", "-cp", str(classes),
                              "Fixture"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
-        from orchestrator.infra.httpclient import request
+        from orchestrator.core.httpclient import request
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -56,7 +56,7 @@ def fixture_server(tmp_path_factory):
 
 def load(port, scenario, tmp_path, driver="wrk", **kw):
     spec = dict(port=port, scenario=scenario, concurrency=8, duration_s=4, cpus="0", timeout_s=10, out_dir=tmp_path)
-    return drivers.get(driver).run(LoadSpec(**{**spec, **kw}))
+    return driver_registry.get(driver).run(LoadSpec(**{**spec, **kw}))
 
 
 def test_wrk_latencies_are_raw_and_its_correction_is_kept_apart(fixture_server, tmp_path):

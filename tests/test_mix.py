@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.config.driver_registry import get
+from orchestrator.config.load import LoadSpec
 from orchestrator.config.mix import mix
-from orchestrator.drivers import get
-from orchestrator.drivers.base import DriverFailed, LoadSpec
+from orchestrator.drivers.base import DriverFailed
 from orchestrator.drivers.pacer import build
 from orchestrator.errors import UsageError
 
@@ -66,7 +67,7 @@ def test_pacer_names_a_malformed_part_and_exits_2(args, problem, tmp_path):
 
 
 def test_a_mix_s_window_gives_a_row_per_scenario_with_its_own_figures_and_nothing_of_the_server_s():
-    from orchestrator.drivers.base import LoadResult
+    from orchestrator.config.load import LoadResult
     from orchestrator.measure.rows import part_rows
     window = LoadResult(requests=1000, duration_s=2.0, latency_p99=21.0, bytes=50_000,
                         parts={"cache-aside": LoadResult(requests=700, duration_s=2.0, latency_p99=1.5),
@@ -84,9 +85,9 @@ def test_a_mix_s_window_gives_a_row_per_scenario_with_its_own_figures_and_nothin
 
 
 def test_a_probe_fails_on_a_scenario_s_own_objective_though_the_mix_meets_its_own():
+    from orchestrator.config.kinds.capacity_search import FAIL, PASS, judge
+    from orchestrator.config.load import LoadResult
     from orchestrator.config.objective import Objective
-    from orchestrator.drivers.base import LoadResult
-    from orchestrator.measure.capacity import FAIL, PASS, judge
     m = mix("m", {"json": 9, "plaintext": 1}, objectives={"plaintext": ("p99", 2.0)})
 
     def probe(plaintext_p99):

@@ -10,12 +10,12 @@ import time
 import numpy as np
 import pytest
 
+from orchestrator.config.driver_registry import get
+from orchestrator.config.load import LoadResult, LoadSpec
 from orchestrator.config.scenarios import Scenario
-from orchestrator.drivers import get
-from orchestrator.drivers.base import LoadResult, LoadSpec
+from orchestrator.core.cpus import steal_since
+from orchestrator.core.schema import HOST_STEAL
 from orchestrator.drivers.pacer import WAITED, behind_schedule, read_records
-from orchestrator.measure.sampling import steal_since
-from orchestrator.results.schema import HOST_STEAL
 
 CPU0 = {0}   # pacer's CPU in these tests
 

@@ -14,15 +14,15 @@ from rich.console import Console
 
 from orchestrator.config import profiles
 from orchestrator.config.catalog import discover, resolve
+from orchestrator.config.load import LoadResult
 from orchestrator.config.plan import Plan, Settings
-from orchestrator.drivers.base import LoadResult
+from orchestrator.core.schema import CELL_KEY, COLUMNS, LATENCY_STATS, latency_column
 from orchestrator.errors import UsageError
 from orchestrator.measure import rows
 from orchestrator.measure.console import ConsoleView
 from orchestrator.measure.events import Events
 from orchestrator.measure.runner import Run
 from orchestrator.measure.sampling import ServerSample
-from orchestrator.results.schema import CELL_KEY, COLUMNS, LATENCY_STATS, latency_column
 from orchestrator.results.store import MEASUREMENTS, RunStore
 
 

@@ -9,11 +9,10 @@ import tomllib
 import pytest
 from conftest import PORTS, bench
 
-from orchestrator.config import kinds, presets, profiles
+from orchestrator.config import claim_fields, kinds, presets, profiles
 from orchestrator.config.catalog import discover
-from orchestrator.drivers import drivers_by_kind
+from orchestrator.config.driver_registry import drivers_by_kind
 from orchestrator.errors import ManifestError, UsageError
-from orchestrator.results import claims
 from orchestrator.results import store as results
 
 
@@ -63,7 +62,7 @@ def test_every_shipped_preset_resolves_against_the_repo():
         assert {(c["target"], c["scenario"]) for c in explained} <= cells, name
         assert quick.profile.measured_s() <= full.profile.measured_s(), name
         # a full run records Flight Recorder; the quick form only where a claim reads its evidence
-        assert full.jfr and quick.jfr == any(c.get("evidence") in claims.RECORDED for c in full.claims), name
+        assert full.jfr and quick.jfr == any(c.get("evidence") in claim_fields.RECORDED for c in full.claims), name
     # the far-database study: the database 0.3 and 170 ms away; here 0 to 170 ms, the quick form 0 and 40
     far, quick = presets.load("far-database", catalog), presets.load("far-database", catalog, quick=True)
     assert [s.rtt_ms for s in far.topology.varying.shapes] == [0, 20, 85, 170]
@@ -188,9 +187,10 @@ def test_h2load_says_when_it_cannot_read_a_status_line(tmp_path):
     import socket
     import threading
 
+    from orchestrator.config.driver_registry import get
+    from orchestrator.config.load import LoadSpec
     from orchestrator.config.scenarios import SCENARIOS
-    from orchestrator.drivers import get
-    from orchestrator.drivers.base import DriverFailed, LoadSpec
+    from orchestrator.drivers.base import DriverFailed
     server = socket.create_server(("127.0.0.1", 0))
 
     def serve():

@@ -13,6 +13,7 @@ import pytest
 from conftest import bench
 
 from orchestrator.config.scenarios import SCENARIOS
+from orchestrator.core.schema import NOT_RANKED
 from orchestrator.report import run_report, sections, tables
 from orchestrator.results import analysis, judge, noise
 from orchestrator.results import store as results
@@ -138,7 +139,7 @@ def test_absolute_cpu_and_gc_totals_are_shown_and_never_crowned():
         assert lead(fast, slow, metric=metric)["verdict"] == "not ranked"
     table = tables.comparison_table(analysis.summary(pd.concat([fast, slow])), "json", 256,
                                     metrics=["server_cpu_pct", "cpu_ms_per_req"]).set_index("metric")
-    assert table["better"].iloc[0] == analysis.NOT_RANKED and table["better"].iloc[1] != analysis.NOT_RANKED
+    assert table["better"].iloc[0] == NOT_RANKED and table["better"].iloc[1] != NOT_RANKED
 
 
 def test_bytes_per_response_are_shown_beside_the_figures_and_never_crowned():

@@ -85,8 +85,8 @@ def test_no_column_is_a_pandas_attribute():
     `T`...) is shadowed by it when read as an attribute."""
     import pandas as pd
 
+    from orchestrator.core.schema import COLUMNS, TIMESERIES_TYPES
     from orchestrator.results.analysis import summary
-    from orchestrator.results.schema import COLUMNS, TIMESERIES_TYPES
     names = set(COLUMNS) | {n for n, _ in TIMESERIES_TYPES} | set(summary(results.load(ROOT / "results" / "sample")).columns)
     assert not sorted(n for n in names if n in dir(pd.DataFrame))
 

@@ -10,10 +10,11 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
-from orchestrator.drivers.base import LoadResult
+from orchestrator.config.load import LoadResult
+from orchestrator.core.cpus import TICKS_PER_S
+from orchestrator.core.schema import SERVER_CPUS_SHARED
 from orchestrator.measure.checks import cell_flags
-from orchestrator.measure.sampling import TICKS_PER_S, Point, Sampler
-from orchestrator.results.schema import SERVER_CPUS_SHARED
+from orchestrator.measure.sampling import Point, Sampler
 
 
 def polls(target_cpu_per_s: float, run_per_s: float) -> list[Point]:

@@ -10,8 +10,8 @@ from conftest import FIXTURES
 from test_run_options import asked
 
 from orchestrator.config.catalog import discover, resolve
+from orchestrator.config.load import LoadResult
 from orchestrator.config.modes import AOT_TRAINING, with_modes
-from orchestrator.drivers.base import LoadResult
 from orchestrator.errors import UsageError
 from orchestrator.infra.docker_engine import remote_address
 from orchestrator.results import claims, starts

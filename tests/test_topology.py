@@ -19,8 +19,8 @@ from orchestrator.config.catalog import discover, resolve
 from orchestrator.config.plan import Plan, Settings
 from orchestrator.config.profiles import load as load_profile
 from orchestrator.config.topology import Link, Shape, Topology, load, parse
+from orchestrator.core.cpus import settle
 from orchestrator.infra.network import Network, wire_line
-from orchestrator.measure.sampling import settle
 from orchestrator.report.network import describe
 from orchestrator.results import store as results
 from orchestrator.targets.runtimes.process import ProcessServer

@@ -15,11 +15,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from orchestrator import drivers
-from orchestrator.config import kinds, profiles
+from orchestrator.config import driver_registry, kinds, profiles
 from orchestrator.config.kinds.base import CellRun, Kind, Rows
+from orchestrator.config.load import LoadResult
 from orchestrator.config.plan import Plan, Settings
-from orchestrator.drivers.base import LoadResult
 from orchestrator.errors import ManifestError, UsageError
 from orchestrator.measure.cell import measure_cell
 
@@ -64,13 +63,13 @@ class StairsKind(Kind):
 @pytest.fixture
 def stairs(monkeypatch, tmp_path):
     monkeypatch.setitem(kinds.KINDS, StairsKind.name, StairsKind())   # the registry entry
-    # and the kind in the entry of a driver that runs it (drivers/registry.py): wrk, for the toy
-    wrk = drivers.info("wrk")
-    drivers.register(replace(wrk, kinds=(*wrk.kinds, StairsKind.name)))
+    # and the kind in the entry of a driver that runs it (config/driver_registry.py): wrk, for the toy
+    wrk = driver_registry.info("wrk")
+    driver_registry.register(replace(wrk, kinds=(*wrk.kinds, StairsKind.name)))
     path = tmp_path / "stairs.toml"
     path.write_text('kind = "stairs"\nconcurrency = [8, 16, 32]\nduration = "2s"\nwarmup = "0s"\n')
     yield path
-    drivers.register(wrk)
+    driver_registry.register(wrk)
 
 
 def test_a_toy_kind_loads_validates_describes_and_plans_its_cells(stairs):
@@ -116,7 +115,7 @@ class AnswersAtOnce:
 
 def test_the_cell_runs_a_toy_kind_through_its_own_loop(stairs, monkeypatch, tmp_path):
     generator = AnswersAtOnce()
-    monkeypatch.setattr(drivers, "get", lambda name: generator)
+    monkeypatch.setattr(driver_registry, "get", lambda name: generator)
     health = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
     threading.Thread(target=health.serve_forever, daemon=True).start()
     try:

@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 
 from orchestrator.config import options
+from orchestrator.config.load import LoadResult
 from orchestrator.config.scenarios import SCENARIOS, same_json
+from orchestrator.core.cpus import cpu_count
 from orchestrator.drivers import k6
-from orchestrator.drivers.base import LoadResult
 from orchestrator.drivers.k6 import burst_figures
 from orchestrator.drivers.wrk import lua_string, parse_summary
 from orchestrator.errors import UsageError
 from orchestrator.measure.checks import cell_flags, littles_law_holds, littles_law_ratio
 from orchestrator.measure.evidence import Evidence
-from orchestrator.targets.jvm import cpu_count
 
 WRK_DOC = {"requests": 123456, "duration_us": 10_000_000, "bytes": 9_876_543, "connect": 0, "read": 2,
            "write": 0, "timeout": 1, "status": 5, "min": 80, "max": 45_000, "mean": 2_070.5, "stdev": 900.25,
@@ -301,7 +301,7 @@ def test_the_accept_queue_is_the_connections_the_server_has_not_taken():
 
 
 def test_nearest_rank_percentiles_land_on_their_rank_when_n_is_a_multiple_of_1000():
-    from orchestrator.drivers.base import latency_fields
+    from orchestrator.config.load import latency_fields
     for n in (1000, 3000):
         out = latency_fields(np.arange(1, n + 1, dtype=float))
         assert out["latency_p999"] == 0.999 * n and out["latency_p99"] == 0.99 * n and out["latency_p50"] == n / 2

@@ -15,8 +15,8 @@ from orchestrator.config import topology as topology_mod
 from orchestrator.config.catalog import discover, select
 from orchestrator.config.objective import parse_slo
 from orchestrator.config.plan import Settings
+from orchestrator.core import downstream_api
 from orchestrator.errors import BadFile, UsageError
-from orchestrator.infra import downstream
 from orchestrator.infra.docker_engine import remote_address
 from orchestrator.targets.runtimes import RUNTIMES
 
@@ -39,7 +39,7 @@ DbPoolOpt = typer.Option(16, "--db-pool-size", envvar="DB_POOL_SIZE", help="Data
                          "target, i.e. statements in flight (CONTRACT.md; default 16).")
 RedisPoolOpt = typer.Option(16, "--redis-pool-size", envvar="REDIS_POOL_SIZE", help="Redis connections of every "
                             "pooled client, i.e. commands in flight (CONTRACT.md; default 16).")
-DownstreamPortOpt = typer.Option(downstream.DEFAULT_PORT, "--downstream-port",
+DownstreamPortOpt = typer.Option(downstream_api.DEFAULT_PORT, "--downstream-port",
                                  help="Port of the run's downstream service (nginx).")
 DownstreamMsOpt = typer.Option(None, "--downstream-ms", help="What the downstream service waits before "
                                 "each answer, the delay of fan-out's calls (CONTRACT.md; default 20).")
@@ -56,7 +56,7 @@ def select_targets(framework: Optional[str], variant: Optional[str], catalog=Non
 def parse_settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime="process", memory="1g",
               offline=False, start_timeout="120s", db_pool_size=16, redis_pool_size=16, timeout="30s",
               fresh_jvm_per_scenario=None, preset=None, jfr=None, topology=None, locust_master=None,
-              downstream_ms=None, downstream_port=downstream.DEFAULT_PORT) -> Settings:
+              downstream_ms=None, downstream_port=downstream_api.DEFAULT_PORT) -> Settings:
     """The options as Settings; those left out take the preset's value, else the default."""
     topo = topology_mod.load(topology) if topology else preset.topology if preset else None
     if locust_master:
@@ -74,9 +74,9 @@ def parse_settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, r
     heap = heap or chosen.get("heap")
     fresh = chosen.get("fresh_jvm_per_scenario", False) if fresh_jvm_per_scenario is None else fresh_jvm_per_scenario
     jfr = chosen.get("jfr", False) if jfr is None else jfr
-    downstream_ms = chosen.get("downstream_ms", downstream.DEFAULT_MS) if downstream_ms is None else downstream_ms
-    if not 0 <= downstream_ms <= downstream.MAX_MS:
-        raise UsageError(f"--downstream-ms must be 0 to {downstream.MAX_MS:,}, not {downstream_ms}")
+    downstream_ms = chosen.get("downstream_ms", downstream_api.DEFAULT_MS) if downstream_ms is None else downstream_ms
+    if not 0 <= downstream_ms <= downstream_api.MAX_MS:
+        raise UsageError(f"--downstream-ms must be 0 to {downstream_api.MAX_MS:,}, not {downstream_ms}")
     if runtime not in RUNTIMES:
         raise UsageError(f"unknown runtime '{runtime}'; valid: {', '.join(RUNTIMES)}") from None
     return Settings(runtime=runtime, memory=options.memory(memory), offline=offline,

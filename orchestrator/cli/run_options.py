@@ -16,9 +16,9 @@ from orchestrator.config import topology as topology_mod
 from orchestrator.config.modes import JVM_MODES, STARTS, with_modes
 from orchestrator.config.plan import Plan
 from orchestrator.config.scenarios import SCENARIOS, parse_list
+from orchestrator.core.schema import percentile_label
 from orchestrator.errors import BadFile, UsageError
 from orchestrator.infra.docker_engine import remote_address
-from orchestrator.results.schema import percentile_label
 from orchestrator.results.store import RUN_JSON, RunStore
 
 

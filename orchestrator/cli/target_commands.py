@@ -3,11 +3,7 @@ Each parses its options and calls the catalog, the build and the environment; wh
 it starts lives in config/ and targets/, so these functions only choose and print."""
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import os
-import re
-import time
 from pathlib import Path
 from typing import Optional
 
@@ -18,7 +14,7 @@ from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
 
-from orchestrator import RESULTS_DIR, drivers
+from orchestrator import RESULTS_DIR
 from orchestrator.cli.common import (
     DbPoolOpt,
     DbPortOpt,
@@ -43,15 +39,12 @@ from orchestrator.cli.common import (
 from orchestrator.config import options
 from orchestrator.config.catalog import discover
 from orchestrator.config.plan import Settings, pool_env
+from orchestrator.core.cpus import cpu_count
 from orchestrator.errors import UsageError
-from orchestrator.infra import backends as infra_mod
-from orchestrator.infra import interrupts, run_lock
-from orchestrator.infra.procs import ensure_port_free
 from orchestrator.report import parity_table
 from orchestrator.results import store as results
-from orchestrator.targets import parity, smoke
+from orchestrator.targets import parity, verify_all
 from orchestrator.targets.environment import Environment
-from orchestrator.targets.jvm import cpu_count, parse_cpus
 
 PARITY_COLUMN = 28   # the narrowest a target's column of `bench parity` stays readable at
 
@@ -134,79 +127,41 @@ def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] =
                                                   "studies use 500 to 2,000), each to be answered, then verify "
                                                   "again; no figure is kept.")) -> None:
     """Start each target and check every scenario against the contract (no load, unless --load)."""
-    if load is not None and not 1 <= load <= 20_000:
-        raise UsageError(f"--load must be 1 to 20,000 connections, not {load}")
+    verify_all.check_load(load)
     settings = parse_settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime, memory, offline,
-                         start_timeout, db_pool_size, redis_pool_size, downstream_ms=downstream_ms,
-                         downstream_port=downstream_port)
+                              start_timeout, db_pool_size, redis_pool_size, downstream_ms=downstream_ms,
+                              downstream_port=downstream_port)
     targets = select_targets(framework, variant)
     logs = RESULTS_DIR / "verify" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    run_lock.ensure_free()   # it starts targets and servers: not beside a run
     environment = Environment(settings, logs, console)
-    environment.check_ports(targets, shared_infra=infra_mod.load_state() is not None)
-    # the smoke starts each next target beside the load on the one before (smoke.in_turn)
-    beside = bool(load) and len(targets) > 1 and environment.starts_beside
-    if beside:
-        second = settings.port + smoke.BESIDE_PORT_OFFSET
-        if second in (settings.redis_port, settings.db_port):
-            raise UsageError(f"--port {settings.port}: the load smoke starts the next target on port {second}, "
-                             f"which is Redis's or MariaDB's here; choose another --port")
-        ensure_port_free(second, f"the next target, started beside the load (--port + {smoke.BESIDE_PORT_OFFSET})")
-    if load:
-        drivers.get(smoke.GENERATOR).executable()   # missing, or built on first use, before any target starts
-    environment.build_all(targets)
+    beside = verify_all.prepare(environment, targets, settings, load)
     table = Table("target", "result" + (f" (load {load:,})" if load else ""), "startup s", "RSS MiB", "threads seen")
-    failures: list[tuple[str, str]] = []
     for leftover in environment.cleanup_leftovers():
         console.print(f"[yellow]removed a leftover of an earlier run:[/] {leftover}")
-    if load:
-        os.sched_setaffinity(0, parse_cpus(settings.loadgen_cpus))   # the smoke's k6 and parsing off the server's CPU
-    with interrupts.quiet_sigterm(), environment.infra() as infra, environment.keep_backends(), \
-            contextlib.closing(smoke.in_turn(environment, targets, infra[0].env(), "verify", beside)) as turns:
-        since, started_beside = time.monotonic(), False
-        for i, turn in enumerate(turns, 1):
-            t, started, v = turn.target, turn.started, turn.verification
-            started_beside |= turn.beside
-            if started is None:
-                failures.append((t.id, turn.failure))
-                table.add_row(t.id, "[red]FAILED[/]", "", "", "")
-                console.print(f"[{i}/{len(targets)}] {t.id}: [red]FAILED[/] to start", emoji=False)
-                since = time.monotonic()
-                continue
-            survived, ran_on = "", started.server.cpus()
-            try:
-                if v.ok and load:
-                    survived = smoke.survives(t, started, settings, load, logs, turn.port, environment.server_host)
-            finally:
-                started.stop()
-            reason = v.reason if not v.ok else survived
-            if reason:
-                failures.append((t.id, reason))
-            # a smoke of every target takes many minutes: each one's verdict as it comes
-            console.print(f"[{i}/{len(targets)}] {t.id}: {'[red]FAILED[/]' if reason else '[green]ok[/]'}"
-                          + (f" at {load:,} connections on {len(t.framework.scenarios)} scenarios"
-                             if load and v.ok else "")
-                          + (f", on CPU {','.join(map(str, sorted(ran_on)))}" if load and v.ok and ran_on else "")
-                          + (f" (started on CPU {settings.loadgen_cpus} beside the previous target's load)"
-                             if turn.beside else "")
-                          + f" ({time.monotonic() - since:.0f} s)", emoji=False)
-            since = time.monotonic()
-            table.add_row(t.id, "[red]FAILED[/]" if reason else "[green]ok[/]",
-                          f"{started.startup_s:.2f}" + (" †" if turn.beside else ""),
-                          f"{started.rss_after_start_mb:.0f}", thread_kinds(v.threads.values()))
+    outcomes = []
+    for i, o in enumerate(verify_all.verify_all(environment, targets, settings, load, logs, beside), 1):
+        outcomes.append(o)
+        verdict = "[green]ok[/]" if o.ok else "[red]FAILED[/]"
+        if not o.started:
+            table.add_row(o.target.id, verdict, "", "", "")
+            console.print(f"[{i}/{len(targets)}] {o.target.id}: [red]FAILED[/] to start", emoji=False)
+            continue
+        console.print(f"[{i}/{len(targets)}] {o.target.id}: {verdict}"
+                      + (f" at {load:,} connections on {len(o.target.framework.scenarios)} scenarios" if o.loaded else "")
+                      + (f", on CPU {','.join(map(str, sorted(o.ran_on)))}" if o.ran_on else "")
+                      + (f" (started on CPU {settings.loadgen_cpus} beside the previous target's load)" if o.beside else "")
+                      + f" ({o.seconds:.0f} s)", emoji=False)
+        table.add_row(o.target.id, verdict, f"{o.startup_s:.2f}" + (" †" if o.beside else ""), f"{o.rss_mb:.0f}",
+                      escape(o.threads))
     console.print(table)
-    if started_beside:
+    if any(o.beside for o in outcomes):
         console.print(f"† started on the load generator's CPU{'s' if cpu_count(settings.loadgen_cpus) > 1 else ''} "
                       f"({settings.loadgen_cpus}) while the target before it took its bursts, then moved to the "
                       f"server's: a start beside that load is slower than alone (`bench verify` without --load "
                       f"starts each target alone)", soft_wrap=True)
-    for target_id, reason in failures:
-        console.print(f"[red]{target_id}[/]: {escape(reason)}", soft_wrap=True)
+    failures = [o for o in outcomes if not o.ok]
+    for o in failures:
+        console.print(f"[red]{o.target.id}[/]: {escape(o.reason)}", soft_wrap=True)
     console.print(f"{len(targets) - len(failures)} passed, {len(failures)} failed")
     if failures:
         raise typer.Exit(1)
-
-
-def thread_kinds(names) -> str:
-    """Distinct thread pools from X-Thread values: numbers dropped, so 'exec-1' and 'exec-7' are one."""
-    return escape(", ".join(sorted({re.sub(r"\d+", "N", n) for n in names})))

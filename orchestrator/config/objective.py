@@ -1,14 +1,14 @@
 """A latency objective (`--slo p99=50ms`, a capacity profile's `slo`): which percentile, its bound over
 the scenario's own wait, and the share of arrivals that may fail. A description of what a run asks
-for, so it is config's; measure/capacity.py judges probes against it."""
+for, so it is config's; config/kinds/capacity_search.py judges probes against it."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
 from orchestrator.config.scenarios import Scenario
+from orchestrator.core.schema import PERCENTILES, percentile_label
 from orchestrator.errors import UsageError
-from orchestrator.results.schema import PERCENTILES, percentile_label
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from orchestrator.config.mix import build, parts_of
 from orchestrator.config.profiles import Profile
 from orchestrator.config.scenarios import SCENARIOS, Scenario
 from orchestrator.config.topology import Topology
+from orchestrator.core import downstream_api
 from orchestrator.errors import BenchError
-from orchestrator.infra import downstream
 
 
 @dataclass
@@ -24,9 +24,9 @@ class Settings:
     port: int = 8080
     redis_port: int = 16379
     db_port: int = 13306
-    downstream_port: int = downstream.DEFAULT_PORT
+    downstream_port: int = downstream_api.DEFAULT_PORT
     # what the downstream service waits before each answer (fan-out's calls), --downstream-ms
-    downstream_ms: int = downstream.DEFAULT_MS
+    downstream_ms: int = downstream_api.DEFAULT_MS
     # CONTRACT.md's limits on work in flight, the same for every target unless a variant's env says otherwise
     db_pool_size: int = 16
     redis_pool_size: int = 16

@@ -20,13 +20,13 @@ from pathlib import Path
 
 from orchestrator.config import options, profiles, topology
 from orchestrator.config.catalog import Framework, resolve
+from orchestrator.config.claim_fields import RECORDED, check
+from orchestrator.config.claim_fields import targets as claim_targets
 from orchestrator.config.documents import Document
 from orchestrator.config.modes import JVM_MODES, STARTS
 from orchestrator.config.profiles import Profile
 from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.errors import UsageError
-from orchestrator.results.claims import RECORDED, check
-from orchestrator.results.claims import targets as claim_targets
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
 PART = ":"   # NAME:PART names one part of a preset of [[parts]]

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from orchestrator.config import kinds
 from orchestrator.config.documents import Document
+from orchestrator.config.driver_registry import drivers_by_kind
 from orchestrator.config.kinds.base import MAX_CONNECTIONS, Kind, Level, RowKey
-from orchestrator.drivers import drivers_by_kind
-from orchestrator.drivers.base import Ramp
+from orchestrator.config.load import Ramp
 from orchestrator.errors import UsageError
 
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from orchestrator.config.items import CACHE_CHECK_ID, CACHE_IDS, REDIS_SEED, IdCycle, seeded_row
+from orchestrator.core.downstream_api import DEFAULT_MS, StatusReader
+from orchestrator.core.httpclient import Response, request
 from orchestrator.errors import UsageError
-from orchestrator.infra.downstream import DEFAULT_MS, StatusReader
-from orchestrator.infra.httpclient import Response, request
 
 # Asks a target to name the thread that served the request (X-Thread), for the thread-model check.
 THREAD_HEADERS = {"X-Report-Thread": "1"}

@@ -14,9 +14,10 @@ import time
 from pathlib import Path
 
 from orchestrator import lazy
-from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generator
+from orchestrator.config.load import LoadResult, LoadSpec, latency_fields
+from orchestrator.core.cpus import cpu_count
+from orchestrator.drivers.base import Driver, DriverFailed, run_generator
 from orchestrator.infra.procs import log_tail
-from orchestrator.targets.jvm import cpu_count
 
 np = lazy.module("numpy")
 

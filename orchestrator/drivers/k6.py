@@ -26,9 +26,10 @@ from pathlib import Path
 
 import psutil
 
-from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generator
+from orchestrator.config.load import LoadResult, LoadSpec, latency_fields
+from orchestrator.core.schema import PERCENTILES
+from orchestrator.drivers.base import Driver, DriverFailed, run_generator
 from orchestrator.infra.procs import log_tail
-from orchestrator.results.schema import PERCENTILES
 
 TREND_STATS = ["min", "avg", "max", "count", *(f"p({p})" for p in PERCENTILES.values())]
 

@@ -19,10 +19,11 @@ import socket
 from collections import defaultdict
 from pathlib import Path
 
-from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec, latency_fields, run_generators
+from orchestrator.config.load import LoadResult, LoadSpec, latency_fields
+from orchestrator.core.cpus import cpu_count
+from orchestrator.core.schema import LOADGEN_SATURATED
+from orchestrator.drivers.base import Driver, DriverFailed, run_generators
 from orchestrator.infra.procs import log_tail
-from orchestrator.results.schema import LOADGEN_SATURATED
-from orchestrator.targets.jvm import cpu_count
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 # The exit code of a worker whose locustfile is not the master's (locustfile.py's configure()).

@@ -10,10 +10,11 @@ import math
 import time
 from pathlib import Path
 
-from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec, run_generator
-from orchestrator.drivers.registry import info
+from orchestrator.config.driver_registry import info
+from orchestrator.config.load import LoadResult, LoadSpec
+from orchestrator.core.cpus import cpu_count
+from orchestrator.drivers.base import Driver, DriverFailed, run_generator
 from orchestrator.infra.procs import log_tail, require_tool
-from orchestrator.targets.jvm import cpu_count
 
 
 class OhaDriver(Driver):

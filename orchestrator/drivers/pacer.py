@@ -24,22 +24,13 @@ import time
 from pathlib import Path
 
 from orchestrator import lazy
+from orchestrator.config.load import ARRIVAL, NOT_SENT, LoadResult, LoadSpec, good, latency_fields
 from orchestrator.config.mix import Part, parts_of
 from orchestrator.config.scenarios import Scenario
-from orchestrator.drivers.base import (
-    ARRIVAL,
-    NOT_SENT,
-    Driver,
-    DriverFailed,
-    LoadResult,
-    LoadSpec,
-    good,
-    latency_fields,
-    run_generators,
-)
+from orchestrator.core.cpus import parse_cpus
+from orchestrator.drivers.base import Driver, DriverFailed, run_generators
 from orchestrator.infra.procs import log_tail, require_tool
 from orchestrator.infra.tools import compiled
-from orchestrator.targets.jvm import parse_cpus
 
 np = lazy.module("numpy")
 pa = lazy.module("pyarrow")

@@ -6,10 +6,11 @@ import math
 import time
 from pathlib import Path
 
-from orchestrator.drivers.base import Driver, DriverFailed, LoadResult, LoadSpec, run_generator
+from orchestrator.config.load import LoadResult, LoadSpec
+from orchestrator.core.cpus import cpu_count
+from orchestrator.core.schema import PERCENTILES, percentile_label
+from orchestrator.drivers.base import Driver, DriverFailed, run_generator
 from orchestrator.infra.procs import log_tail
-from orchestrator.results.schema import PERCENTILES, percentile_label
-from orchestrator.targets.jvm import cpu_count
 
 # Runs in wrk's summary Lua state; OUT, PCTS and CONNECTIONS are defined above it. `response` stays nil
 # on purpose: wrk then skips handing bodies to Lua, and summary.errors.status still counts statuses >= 400.

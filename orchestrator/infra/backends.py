@@ -22,6 +22,7 @@ import psutil
 
 from orchestrator import REPO_ROOT, STATE_DIR
 from orchestrator.config.items import REDIS_SEED, SEED_ROWS
+from orchestrator.core import downstream_api
 from orchestrator.errors import BenchError, UsageError
 from orchestrator.infra import downstream, lockdown
 from orchestrator.infra.docker_engine import USER_ID, client, owner_labels, run_container
@@ -70,7 +71,7 @@ class Infra:
     images: dict[str, str] = field(default_factory=dict)      # docker runtime: redis, mariadb images
     placement: Placement = field(default_factory=Placement)
     downstream_port: int = 0                                  # 0: no downstream service (an old state file)
-    downstream_ms: int = downstream.DEFAULT_MS
+    downstream_ms: int = downstream_api.DEFAULT_MS
 
     def __post_init__(self):
         if isinstance(self.placement, dict):   # read back from the state file
@@ -284,8 +285,8 @@ def reset_db(infra: Infra) -> int:
 
 def start(redis_port: int, db_port: int, cpus: str | None, outlive: bool = False,
           runtime: str = "process", images: dict[str, str] | None = None,
-          placement: Placement | None = None, downstream_port: int = downstream.DEFAULT_PORT,
-          downstream_ms: int = downstream.DEFAULT_MS) -> Infra:
+          placement: Placement | None = None, downstream_port: int = downstream_api.DEFAULT_PORT,
+          downstream_ms: int = downstream_api.DEFAULT_MS) -> Infra:
     """Start and seed Redis and MariaDB (processes, or containers of `images`; in a namespace when
     placed there) and the downstream service; on failure, stop them."""
     placement = placement or Placement()
@@ -372,7 +373,7 @@ def clear_state() -> None:
 @contextlib.contextmanager
 def for_run(redis_port: int, db_port: int, cpus: str | None, runtime: str = "process",
             images: dict[str, str] | None = None, placement: Placement | None = None,
-            downstream_port: int = downstream.DEFAULT_PORT, downstream_ms: int = downstream.DEFAULT_MS):
+            downstream_port: int = downstream_api.DEFAULT_PORT, downstream_ms: int = downstream_api.DEFAULT_MS):
     """The infrastructure a run uses: the one `bench infra up` started (on this machine's loopback,
     so not for a run that places the data services elsewhere or serves a remote target), or its
     own, stopped at the end.

@@ -13,19 +13,15 @@ from __future__ import annotations
 import os
 import pwd
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.core import httpclient
+from orchestrator.core.downstream_api import STATUS_PATH
 from orchestrator.errors import BenchError
-from orchestrator.infra import httpclient
 from orchestrator.infra.procs import as_user, log_tail, require_tool, spawn
 
 INSTALL = "apt-get install -y nginx libnginx-mod-http-echo"
 ECHO_MODULE = Path("/usr/lib/nginx/modules/ngx_http_echo_module.so")
-DEFAULT_PORT = 18280
-DEFAULT_MS = 20
-MAX_MS = 60_000
-STATUS_PATH = "/status"
 FOLDER = "downstream"   # in the infrastructure's data directory, owned by the server's user
 # Below the machine's hard limit on open files (20,000 here), which a non-root nginx cannot raise.
 CONNECTIONS = 16_000
@@ -126,37 +122,3 @@ def start(data_dir: Path, port: int, binds: list[str], delay_ms: int, cpus: str 
     proc.kill()
     errors = log_tail(work / "error.log", 3) if (work / "error.log").exists() else ""
     raise BenchError(f"the downstream (nginx) did not start on port {port}: {errors or log_tail(log, 3) or 'no output'}")
-
-
-@dataclass(frozen=True)
-class Status:
-    """One poll of stub_status, less the poll itself."""
-    calls: int         # requests answered or in progress since the start, polls not counted
-    in_flight: int     # calls in progress now
-    connections: int   # client connections open now
-
-
-def parse_status(text: str, polls: int) -> Status:
-    """stub_status's page ("Active connections: 2 / server accepts handled requests / 2 2 9 /
-    Reading: 0 Writing: 1 Waiting: 1"); `polls` is how many polls (this one included) it counted."""
-    lines = text.split("\n")
-    active = int(lines[0].split(":")[1])
-    requests = int(lines[2].split()[2])
-    words = lines[3].split()
-    writing = int(words[words.index("Writing:") + 1])
-    return Status(calls=requests - polls, in_flight=writing - 1, connections=active - 1)
-
-
-class StatusReader:
-    """Polls the downstream's counters, one connection each time (nginx counts every poll as a
-    request, subtracted here)."""
-
-    def __init__(self, host: str, port: int):
-        self.host, self.port, self.polls = host, port, 0
-
-    def read(self) -> Status:
-        self.polls += 1
-        r = httpclient.request(self.port, "GET", STATUS_PATH, host=self.host, timeout=1)
-        if r.status != 200:
-            raise BenchError(f"the downstream's {STATUS_PATH} answered {r.status}")
-        return parse_status(r.body.decode("ascii", "replace"), self.polls)

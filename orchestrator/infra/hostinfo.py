@@ -9,7 +9,7 @@ import subprocess
 import psutil
 
 from orchestrator import REPO_ROOT, STATE_DIR
-from orchestrator.drivers import tools
+from orchestrator.config.driver_registry import tools
 from orchestrator.errors import MissingTool
 from orchestrator.infra.procs import require_tool
 from orchestrator.infra.tools import build_of
@@ -45,7 +45,7 @@ def host_info() -> dict:
     }
 
 
-# the tools other than load drivers (each driver declares its own: drivers/registry.py) -> the
+# the tools other than load drivers (each driver declares its own: config/driver_registry.py) -> the
 # arguments that make it print its version (first line kept)
 VERSION_ARGS = {"nginx": ("-v",), "redis-server": ("--version",), "mariadbd": ("--version",)}
 

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from orchestrator import STATE_DIR
-from orchestrator.drivers.registry import K6_MODULE
+from orchestrator.config.driver_registry import K6_MODULE
 from orchestrator.errors import MissingTool
 
 GO_DL = "https://go.dev/dl"

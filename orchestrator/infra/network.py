@@ -26,11 +26,11 @@ from pathlib import Path
 import psutil
 
 from orchestrator.config.topology import LOCAL, RATE, Link, Shape, Topology
+from orchestrator.core.cpus import parse_cpus
 from orchestrator.errors import BenchError
 from orchestrator.infra import round_trip
 from orchestrator.infra.procs import Owner, log_tail, require_tool, spawn, stop
 from orchestrator.infra.tools import compiled
-from orchestrator.targets.jvm import parse_cpus
 
 RANGE = ipaddress.ip_network("198.18.0.0/15")
 NETNS_DIR = Path("/run/netns")

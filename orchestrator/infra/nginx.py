@@ -15,10 +15,10 @@ from pathlib import Path
 import psutil
 
 from orchestrator.config.scenarios import HELLO
+from orchestrator.core import httpclient
+from orchestrator.core.cpus import parse_cpus
 from orchestrator.errors import BenchError
-from orchestrator.infra import httpclient
 from orchestrator.infra.procs import log_tail, require_tool, spawn, stop
-from orchestrator.targets.jvm import parse_cpus
 
 INSTALL = "apt-get install -y nginx"
 PATHS = ("/plaintext", "/json")   # what it serves: HELLO as text, and in a JSON message

@@ -11,7 +11,7 @@ it keeps against nginx with no arrival dropped and p99 within OPEN_P99_MS, found
 as a capacity cell (capacity.py). Above it, a capacity probe measures the generator: k6 on one CPU
 drops arrivals there while nginx idles, at a quarter of its closed-loop ceiling.
 
-Every registered driver is a generator here (drivers/registry.py), oha too, which runs no profile.
+Every registered driver is a generator here (config/driver_registry.py), oha too, which runs no profile.
 The figures go to the calibration store (measure/ceilings.py), which runs read; nginx is
 infra/nginx.py's.
 """
@@ -27,24 +27,24 @@ import psutil
 from rich.markup import escape
 from rich.table import Table
 
-from orchestrator.config import options
+from orchestrator.config import kinds, options
+from orchestrator.config.driver_registry import drivers_by_kind, get, info, names
+from orchestrator.config.kinds.capacity_search import FAIL, LIMIT, PASS, Search, Verdict, judge, vus_for
+from orchestrator.config.load import LoadSpec
 from orchestrator.config.objective import Objective
 from orchestrator.config.scenarios import HELLO, Scenario, parse_list
-from orchestrator.drivers import drivers_by_kind, get, info, names
-from orchestrator.drivers.base import DriverFailed, LoadSpec, Ramp
+from orchestrator.core.cpus import cpu_count, parse_cpus, settle, steal_since
+from orchestrator.core.schema import HOST_STEAL
+from orchestrator.drivers.base import DriverFailed
 from orchestrator.errors import BenchError, UsageError
 from orchestrator.infra import downstream, nginx, procs
 from orchestrator.infra.backends import OWNER_FILE
 from orchestrator.infra.hostinfo import host_info, tool_version
 from orchestrator.infra.interrupts import quiet_sigterm
 from orchestrator.measure import downstream_ceiling
-from orchestrator.measure.capacity import FAIL, LIMIT, PASS, Search, Verdict, judge, vus_for
 from orchestrator.measure.ceilings import entries, store
 from orchestrator.measure.checks import busy_processes
-from orchestrator.measure.sampling import settle, steal_since
-from orchestrator.results.schema import HOST_STEAL
 from orchestrator.results.store import machine_key
-from orchestrator.targets.jvm import cpu_count, parse_cpus
 
 BUSY = 0.9                 # a side above this share of the CPUs it can use set the pace
 LEVELS = (16, 64, 256)     # connections (VUs, users) tried; the ceiling is the best of them
@@ -62,17 +62,15 @@ SCENARIO = Scenario("calibrate", "GET", nginx.PATHS[0], 200, "text/plain", HELLO
 
 
 def _spec(name: str, concurrency: int, duration_s: float, cpus: str, port: int, out: Path,
-          requests: int) -> LoadSpec:
-    """A closed loop at `concurrency`, in the shape the driver runs (its registry entry's kinds): a
-    timed one, else a burst of `requests` (h2load) or one ramp step as long (Locust)."""
+          requests: int) -> LoadSpec | None:
+    """A closed loop at `concurrency`, in the shape of the first kind the driver runs (its registry
+    entry's, in KINDS' order) that has one: a timed loop, else a burst of `requests` (h2load) or one
+    ramp step as long (Locust); None for a driver that runs arrival rates only."""
     common = dict(port=port, scenario=SCENARIO, concurrency=concurrency, duration_s=duration_s, cpus=cpus,
                   timeout_s=10.0, out_dir=out)
-    kinds = info(name).kinds
-    if "throughput" not in kinds and "burst" in kinds:
-        return LoadSpec(**common, requests=max(requests, concurrency * 10))
-    if "throughput" not in kinds and "ramp" in kinds:
-        return LoadSpec(**common, ramp=Ramp(start_users=concurrency, step_users=0, step_s=duration_s, steps=1))
-    return LoadSpec(**common)
+    runs = set(info(name).kinds)
+    probes = (kind.closed_loop_probe(common, requests) for kind_name, kind in kinds.KINDS.items() if kind_name in runs)
+    return next((spec for spec in probes if spec is not None), None)
 
 
 def measure(name: str, servers: list[psutil.Process], port: int, server_cpus: str, loadgen_cpus: str,
@@ -216,8 +214,7 @@ def bound(server_pct: float, generator_pct: float) -> str:
 def closed_loop(name: str) -> bool:
     """Whether the generator runs a closed loop (a timed one, a burst or a ramp step), whose ceiling
     `measure` finds; one that runs arrival rates only (pacer) has its open-model ceiling alone."""
-    kinds = info(name).kinds
-    return not kinds or bool({"throughput", "burst", "ramp"} & set(kinds))
+    return not info(name).kinds or _spec(name, 1, 1.0, "0", 0, Path("."), 1) is not None
 
 
 def _chosen(generators: str | None, say) -> list[str]:

@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 
 from orchestrator import RESULTS_DIR
+from orchestrator.core.cpus import parse_cpus
 from orchestrator.errors import BadFile
 from orchestrator.infra.hostinfo import host_info
 from orchestrator.results.store import atomic_write, machine_key, read_json, updating
-from orchestrator.targets.jvm import parse_cpus
 
 FILE = "calibration.json"
 

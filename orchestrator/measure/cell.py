@@ -7,25 +7,25 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from orchestrator import drivers
+from orchestrator.config import driver_registry
 from orchestrator.config.items import CACHE_KEYS
+from orchestrator.config.load import LoadResult, LoadSpec
 from orchestrator.config.mix import parts_of
 from orchestrator.config.modes import slug
 from orchestrator.config.plan import Plan
-from orchestrator.drivers.base import LoadResult, LoadSpec
+from orchestrator.core.cpus import cpu_count, parse_cpus, settle
+from orchestrator.core.httpclient import request
 from orchestrator.errors import TargetFailed
-from orchestrator.infra.httpclient import request
 from orchestrator.infra.procs import server_failure
 from orchestrator.measure import rows as rows_mod
 from orchestrator.measure.ceilings import ceilings, cell_ceiling
 from orchestrator.measure.checks import cell_flags
 from orchestrator.measure.evidence import Probe, off_contract
 from orchestrator.measure.flight_recorder import CellRecorder
-from orchestrator.measure.sampling import Sampler, ServerSample, settle
+from orchestrator.measure.sampling import Sampler, ServerSample
 from orchestrator.measure.warmup import WarmUp, warm_up
 from orchestrator.targets import aot_cache
 from orchestrator.targets.environment import Environment, Started
-from orchestrator.targets.jvm import cpu_count, parse_cpus
 
 PROBE_TIMEOUT_S = 10.0
 
@@ -84,7 +84,7 @@ class WarmedUpCell:
         probe = Probe(self.infra, server.pid, s.port) if self.infra else None
         with self.recorder.load(name), \
                 Sampler(server, s.loadgen_cpus, probe, self.environment.local_server_cpus) as sampler:
-            result = drivers.get(self.profile.driver).run(load)
+            result = driver_registry.get(self.profile.driver).run(load)
         if server.exit_code() is not None:
             raise TargetFailed(server_failure(f"target exited with {server.exit_code()} during the cell",
                                               server.log_path))

@@ -6,9 +6,9 @@ import time
 
 import psutil
 
-from orchestrator.drivers import processes
-from orchestrator.drivers.base import LoadResult
-from orchestrator.results.schema import (
+from orchestrator.config.driver_registry import processes
+from orchestrator.config.load import LoadResult
+from orchestrator.core.schema import (
     HOST_STEAL,
     HOST_STEAL_PEAK,
     LITTLE_HIGH,

@@ -12,16 +12,17 @@ from pathlib import Path
 
 import psutil
 
+from orchestrator.config.driver_registry import get
+from orchestrator.config.load import LoadSpec
 from orchestrator.config.scenarios import Scenario
-from orchestrator.drivers import get
-from orchestrator.drivers.base import LoadSpec
+from orchestrator.core import downstream_api
+from orchestrator.core.cpus import cpu_count
 from orchestrator.infra import downstream
 from orchestrator.infra.procs import stop_pid
-from orchestrator.targets.jvm import cpu_count
 
 # (delay in ms, connections): no delay at the generators' usual level; the default delay at twice the
 # pool a target keeps to the downstream (CONTRACT.md), so that timers, not connections, are counted
-LEVELS = ((0, 256), (downstream.DEFAULT_MS, 1024))
+LEVELS = ((0, 256), (downstream_api.DEFAULT_MS, 1024))
 WINDOWS = 3
 
 
@@ -34,7 +35,7 @@ def measure(port: int, downstream_cpus: str, generator_cpus: str, duration_s: fl
     `work` is a folder of its own in the system's temporary folder (as the infrastructure's is), which
     the downstream's user can reach."""
     folder = work
-    pid = downstream.start(folder, port, ["127.0.0.1"], downstream.DEFAULT_MS, downstream_cpus, None, False,
+    pid = downstream.start(folder, port, ["127.0.0.1"], downstream_api.DEFAULT_MS, downstream_cpus, None, False,
                            "127.0.0.1")
     wrk, cpus = get("wrk"), cpu_count(downstream_cpus)
     levels = []

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import psutil
 
-from orchestrator.infra.downstream import StatusReader
+from orchestrator.core.downstream_api import StatusReader
+from orchestrator.core.schema import EVIDENCE_TOLERANCE
 from orchestrator.infra.procs import listen_sockets, netns_tcp_table
-from orchestrator.results.schema import EVIDENCE_TOLERANCE
 
 # MariaDB's statement counters by kind (SHOW GLOBAL STATUS); Com_stmt_prepare counts server-side
 # prepares, one per request when a client prepares, executes and closes around every query.

@@ -5,11 +5,11 @@ from __future__ import annotations
 import datetime as dt
 
 from orchestrator.config.catalog import Target
+from orchestrator.config.load import LoadResult
 from orchestrator.config.plan import Plan
-from orchestrator.drivers.base import LoadResult
+from orchestrator.core.schema import LATENCY_STATS, MiB, latency_column
 from orchestrator.measure.checks import littles_law_ratio
 from orchestrator.measure.sampling import ServerSample
-from orchestrator.results.schema import LATENCY_STATS, MiB, latency_column
 
 
 def identity(plan: Plan, run_id: str, target: Target, repeat: int, scenario: str, started=None,

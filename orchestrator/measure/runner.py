@@ -16,9 +16,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from orchestrator import RESULTS_DIR, drivers
+from orchestrator import RESULTS_DIR
+from orchestrator.config import driver_registry
 from orchestrator.config.catalog import Framework, Target, resolve
 from orchestrator.config.plan import Cell, Plan, pool_env
+from orchestrator.core.cpus import parse_cpus, settle
 from orchestrator.drivers.base import DriverFailed
 from orchestrator.errors import TargetFailed
 from orchestrator.infra import backends as infra_mod
@@ -35,12 +37,10 @@ from orchestrator.measure.checks import BusyProcesses
 from orchestrator.measure.console import ConsoleView
 from orchestrator.measure.events import Events
 from orchestrator.measure.flight_recorder import COST
-from orchestrator.measure.sampling import settle
 from orchestrator.measure.warmup import generators
 from orchestrator.results.store import RunStore, new_run_dir
 from orchestrator.targets import aot_cache, parity
 from orchestrator.targets.environment import Environment, Started
-from orchestrator.targets.jvm import parse_cpus
 
 
 def execute(plan: Plan, store: RunStore, console: Console, argv: list[str] | None = None,
@@ -76,7 +76,7 @@ class Run:
         targets = [resolve(environment.catalog, t) for t in plan.targets]
         # MissingTool, or a build on first use, before anything starts; their versions from the very
         # executables the run drives (one made on first use is on no PATH)
-        self.generators = {drivers.info(name).tools[0].executable: drivers.get(name).executable()
+        self.generators = {driver_registry.info(name).tools[0].executable: driver_registry.get(name).executable()
                            for name in generators(plan.profile)}
         for leftover in environment.cleanup_leftovers():
             self.events.notice.fire(text=f"removed a leftover of an earlier run: {leftover}", warning=True)

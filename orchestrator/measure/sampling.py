@@ -14,20 +14,17 @@ the kernel counted (evidence.py).
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 from dataclasses import dataclass
 
 import psutil
 
+from orchestrator.core.cpus import TICKS_PER_S, cpu_jiffies, cpu_ticks, parse_cpus, run_ticks, steal_ticks
 from orchestrator.measure.evidence import COUNTERS, GAUGES, Evidence, Probe, Reading, at_time, miss_seconds
-from orchestrator.results.schema import HOST_STEAL
-from orchestrator.targets.jvm import parse_cpus
 from orchestrator.targets.runtimes import Server
 
 INTERVAL_S = 0.25
-TICKS_PER_S = os.sysconf("SC_CLK_TCK")   # /proc/stat's unit
 SHARED_BY_MIN = 0.01   # of the server CPUs' time: a process below it is not named (a kernel thread's tick)
 SHARED_BY_MAX = 5      # processes named, the biggest first
 
@@ -75,81 +72,6 @@ class Point:
     server_run: int = 0
 
 
-def _cpu_jiffies() -> dict[int, list[int]]:
-    """Each CPU's jiffies since boot, from /proc/stat: user nice system idle iowait irq softirq steal."""
-    out = {}
-    with open("/proc/stat") as f:
-        for line in f:
-            if line.startswith("cpu") and not line.startswith("cpu "):
-                name, *fields = line.split()
-                out[int(name[3:])] = [int(v) for v in fields[:8]]
-    return out
-
-
-def cpu_ticks(cpus: set[int], jiffies: dict[int, list[int]] | None = None) -> tuple[int, int]:
-    """(busy, total) jiffies of the given CPUs since boot: everything that ran there (every process,
-    the kernel's softirq and interrupts, steal) counts as busy; idle and iowait do not."""
-    values = [v for cpu, v in (jiffies or _cpu_jiffies()).items() if cpu in cpus]
-    return sum(sum(v) - v[3] - v[4] for v in values), sum(sum(v) for v in values)
-
-
-def steal_ticks(cpus: set[int], jiffies: dict[int, list[int]]) -> tuple[int, int]:
-    """(stolen, total) jiffies of the given CPUs since boot: time the host gave their vCPUs to others."""
-    values = [v for cpu, v in jiffies.items() if cpu in cpus]
-    return sum(v[7] for v in values), sum(sum(v) for v in values)
-
-
-def run_ticks(cpus: set[int], jiffies: dict[int, list[int]]) -> int:
-    """Jiffies the given CPUs ran a process since boot: user, nice and system (a guest's time is inside
-    user). Not irq and softirq: a kernel with IRQ time accounting charges them to no process, and they
-    are mostly the target's own sockets (1-17 % of CPU 1 over 5-s intervals of a Vert.x run), which
-    would flag every busy cell; a kernel without it charges a tick that lands in a softirq to the
-    process it interrupted, so the target's own time can then exceed what its CPU ran by that much."""
-    return sum(v[0] + v[1] + v[2] for cpu, v in jiffies.items() if cpu in cpus)
-
-
-def steal_since(cpus: set[int], before: tuple[int, int] | None = None) -> tuple[tuple[int, int], float | None]:
-    """The given CPUs' (stolen, total) jiffies now, and the % of their time stolen since `before`."""
-    now = steal_ticks(cpus, _cpu_jiffies())
-    total = now[1] - before[1] if before else 0
-    return now, (100.0 * (now[0] - before[0]) / total if total > 0 else None)
-
-
-IDLE_SERVER = 0.05   # of one core: a JVM with no load (GC, JIT, timers) stays well below it
-IDLE_CPUS = 0.10     # of the load-generator CPUs' time: idle Redis, MariaDB and wires stay well below it
-
-
-def settle(server: Server | None, loadgen_cpus: set[int], max_s: float = 30.0, step_s: float = 0.5,
-           steal_cpus: set[int] | None = None) -> float:
-    """Wait until the server (if one runs) and the load-generator CPUs are quiet for step_s (up to
-    max_s), and the host steals no more than HOST_STEAL of steal_cpus (the load-generator CPUs unless
-    given: the server's too, where they are this machine's); returns the seconds waited.
-    Requests the last load left queued keep the server or the database busy after the generator
-    stops, and a round trip probed meanwhile (on those CPUs, through wires that run there) reads their
-    contention, not the link; a host that holds the vCPUs makes any probe read the host."""
-    def cpu_s() -> float | None:
-        u = server.usage() if server else None
-        return u.cpu_s if u else (None if server else 0.0)
-
-    steal_cpus = steal_cpus or loadgen_cpus
-    t0 = time.monotonic()
-    last, jiffies = cpu_s(), _cpu_jiffies()
-    while last is not None and time.monotonic() - t0 < max_s:
-        time.sleep(step_s)
-        now, now_jiffies = cpu_s(), _cpu_jiffies()
-        if now is None:
-            break
-        (busy0, total0), (busy1, total1) = cpu_ticks(loadgen_cpus, jiffies), cpu_ticks(loadgen_cpus, now_jiffies)
-        own = steal_ticks(loadgen_cpus, now_jiffies)[0] - steal_ticks(loadgen_cpus, jiffies)[0]
-        (stolen0, all0), (stolen1, all1) = steal_ticks(steal_cpus, jiffies), steal_ticks(steal_cpus, now_jiffies)
-        # steal counts as busy in cpu_ticks: a quiet CPU the host holds is told apart by it
-        if now - last <= IDLE_SERVER * step_s and busy1 - busy0 - own <= IDLE_CPUS * (total1 - total0) \
-                and stolen1 - stolen0 <= HOST_STEAL * (all1 - all0):
-            break
-        last, jiffies = now, now_jiffies
-    return round(time.monotonic() - t0, 2)
-
-
 def _at(points: list[Point], t: float, value) -> float:
     """A cumulative counter at epoch t, interpolated linearly between the polls around it."""
     return at_time([p.epoch_s for p in points], [value(p) for p in points], t)
@@ -185,7 +107,7 @@ class Sampler:
         gc = self.server.counters()
         if gc:
             self.collector = gc.collector
-        jiffies = _cpu_jiffies()
+        jiffies = cpu_jiffies()
         busy, total = cpu_ticks(self.cpus, jiffies)
         server_steal, server_total = steal_ticks(self.server_cpus, jiffies)
         self.timeline.append(Point(u.at or time.time(), u.cpu_s, u.rss_bytes, max(u.threads, gc.threads if gc else 0),

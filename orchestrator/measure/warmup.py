@@ -25,10 +25,10 @@ import time
 from dataclasses import asdict, dataclass, replace
 from statistics import median
 
-from orchestrator import drivers
-from orchestrator.drivers.base import LoadResult, LoadSpec
+from orchestrator.config import driver_registry
+from orchestrator.config.load import LoadResult, LoadSpec
+from orchestrator.core.schema import CLIMB, JIT_QUIET, STEADY_WINDOWS
 from orchestrator.measure.checks import littles_law_holds
-from orchestrator.results.schema import CLIMB, JIT_QUIET, STEADY_WINDOWS
 from orchestrator.targets.runtimes import Server
 
 
@@ -96,7 +96,7 @@ def _jit_s(server: Server) -> float | None:
 def generator(rate: float | None) -> str:
     """The driver that warms a cell up: at a rate (an open model, at the cell's own rate) the rate kind's
     default (pacer), else wrk."""
-    return drivers.drivers_by_kind()["rate"][0] if rate else "wrk"
+    return driver_registry.drivers_by_kind()["rate"][0] if rate else "wrk"
 
 
 def generators(profile) -> list[str]:
@@ -111,7 +111,7 @@ def warm_up(window_s: float, max_s: float, spec: LoadSpec, server: Server) -> Wa
     """Load in windows of window_s until steady (or max_s is spent), then pause for the quiet gap."""
     if window_s <= 0:
         return WarmUp(0.0, True, ())
-    driver = drivers.get(generator(spec.rate))
+    driver = driver_registry.get(generator(spec.rate))
     spent, windows, last = 0.0, [], None
     closed = not spec.rate
     while True:

@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from orchestrator import lazy
-from orchestrator.results.schema import PERCENTILES, latency_column, percentile_label
+from orchestrator.config import kinds
+from orchestrator.core.schema import PERCENTILES, latency_column, percentile_label
+from orchestrator.results.capacities import across_jvms, stolen
 
 pd = lazy.module("pandas")
 figure = lazy.module("matplotlib.figure")   # loaded by a chart, not by the CLI that names this module
@@ -19,7 +21,7 @@ OUTCOMES = {"found": "", "above-generator": " (generator limit)",
 
 def split(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(probe rows, capacity rows, every other row) of a run."""
-    search = df["kind"] == "capacity" if "kind" in df else pd.Series(False, index=df.index)
+    search = df["kind"].isin(kinds.having("searches")) if "kind" in df else pd.Series(False, index=df.index)
     capacity = search & df["rate"].isna()
     return df[search & ~capacity], df[capacity], df[~search]
 
@@ -29,24 +31,8 @@ def _interval(row) -> str:
         return f"failed: {str(row['reason']).splitlines()[0][:60]}"
     low, high = row["capacity_low_rps"], row["capacity_high_rps"]
     span = f"{low:,.0f} – {high:,.0f}" if high == high and high is not None else f"≥ {low:,.0f}"
-    stolen = " ⚠ host-steal" if _stolen(row) else ""
-    return span + OUTCOMES.get(row["verdict"], f" ({row['verdict']})") + stolen
-
-
-def _stolen(row) -> bool:
-    """Whether the host held the CPUs in some probe of the search (its interval may be the host's)."""
-    return "host-steal" in str(row.get("check_flags") or "").split(",")
-
-
-def across_jvms(rows: pd.DataFrame) -> tuple[float, float] | None:
-    """The interval the repeats of one target and scenario (each a fresh JVM) support together:
-    every JVM carried at least the lowest of their capacities and failed below the highest of their
-    breaks (inf: some JVM was not broken, the generator's limit). None when a repeat failed, or met
-    the host stealing the CPUs."""
-    if rows.empty or (rows["status"] != "ok").any() or any(_stolen(r) for _, r in rows.iterrows()):
-        return None
-    highs = rows["capacity_high_rps"].astype(float)
-    return float(rows["capacity_low_rps"].min()), float("inf") if highs.isna().any() else float(highs.max())
+    steal = " ⚠ host-steal" if stolen(row) else ""
+    return span + OUTCOMES.get(row["verdict"], f" ({row['verdict']})") + steal
 
 
 def span(low: float, high: float) -> str:

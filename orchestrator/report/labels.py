@@ -4,7 +4,7 @@ plotting here, so that the tables load without matplotlib."""
 from __future__ import annotations
 
 from orchestrator import lazy
-from orchestrator.results.analysis import METRICS
+from orchestrator.core.schema import METRICS
 
 pd = lazy.module("pandas")
 

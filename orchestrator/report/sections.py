@@ -13,6 +13,8 @@ import re
 from typing import TYPE_CHECKING
 
 from orchestrator import lazy
+from orchestrator.config import kinds
+from orchestrator.core.schema import GRACEFUL, NEAR_CEILING, percentile_label
 from orchestrator.report import capacity as capacity_report
 from orchestrator.report import network as network_report
 from orchestrator.report import parity_table
@@ -32,7 +34,6 @@ from orchestrator.report.why import WHY_TEXT, why_table
 from orchestrator.results import analysis, claims, judge, starts
 from orchestrator.results import noise as noise_mod
 from orchestrator.results.analysis import SEPARATOR, fmt
-from orchestrator.results.schema import GRACEFUL, NEAR_CEILING, percentile_label
 
 pd = lazy.module("pandas")
 if TYPE_CHECKING:
@@ -41,16 +42,6 @@ if TYPE_CHECKING:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-")
-
-
-def _measured(prof: dict) -> str:
-    """What a cell of the profile measures: a window, a number of requests, or the steps of a ramp."""
-    if prof.get("kind") == "burst":
-        return f"{prof.get('requests', 0):,} requests per cell"
-    if prof.get("kind") == "ramp" and prof.get("ramp"):
-        r = prof["ramp"]
-        return f"{r['steps']} steps of {r['step_s']:g} s from {r['start_users']} users, +{r['step_users']} per step"
-    return f"{prof.get('duration_s', '?')} s measured"
 
 
 def _facts(meta: dict, df: pd.DataFrame) -> str:
@@ -66,7 +57,7 @@ def _facts(meta: dict, df: pd.DataFrame) -> str:
              f"heap {s.get('heap', '?')}, {s.get('runtime', '?')} runtime",
              f"profile {prof.get('name', '?')} ({prof.get('kind', 'throughput')}, "
              f"{prof.get('driver', s.get('driver', '?'))})",
-             f"warm-up windows of {prof.get('warmup_s', '?')} s until steady, {_measured(prof)}, "
+             f"warm-up windows of {prof.get('warmup_s', '?')} s until steady, {kinds.measured_words(prof)}, "
              f"{prof.get('repeat', '?')} repeat(s)",
              f"{len(df)} cells, {int((df['status'] != 'ok').sum())} failed",
              f"commit {str(meta.get('git_commit', ''))[:12]}"]

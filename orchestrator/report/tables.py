@@ -6,9 +6,10 @@ DataFrame of display strings, rendered by the report and shown as is by a notebo
 from __future__ import annotations
 
 from orchestrator import lazy
+from orchestrator.core.schema import METRICS
 from orchestrator.report.labels import MARKS, cells_at, metric_title
 from orchestrator.results import analysis
-from orchestrator.results.analysis import METRICS, fmt
+from orchestrator.results.analysis import fmt
 
 np = lazy.module("numpy")
 pd = lazy.module("pandas")

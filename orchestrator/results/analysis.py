@@ -18,55 +18,18 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import RESULTS_DIR, lazy
+from orchestrator.config import kinds
+from orchestrator.core.schema import METRICS, latency_column, percentile_label
 from orchestrator.results import bias, judge
-from orchestrator.results.schema import PERCENTILES, latency_column, percentile_label
 from orchestrator.results.store import MEASUREMENTS, RUN_JSON
 
 np = lazy.module("numpy")
 pd = lazy.module("pandas")
 
 
-@dataclass(frozen=True)
-class Metric:
-    column: str
-    label: str
-    unit: str
-    higher_is_better: bool
-    # Why the metric is shown but never ranked ('': it is ranked)
-    not_ranked: str = ""
-
-    @property
-    def ranked(self) -> bool:
-        return not self.not_ranked
-
-
-# An absolute total over the window (CPU %, GC time) falls with the work done: the lowest is the
-# slowest server as often as the leanest.
-NOT_RANKED = "not ranked: a total over the window, lower for a server that did less work (CPU per request ranks)"
-
-
-METRICS = {m.column: m for m in [
-    Metric("rps", "throughput", "req/s", True),
-    Metric("latency_mean_ms", "mean latency", "ms", False),
-    *(Metric(latency_column(k), f"{percentile_label(k)} latency", "ms", False) for k in PERCENTILES),
-    Metric("server_cpu_pct", "server CPU", "%", False, not_ranked=NOT_RANKED),
-    # CPU % alone rewards the slowest server; CPU per request is what efficiency means.
-    Metric("cpu_ms_per_req", "CPU per request", "ms", False),
-    Metric("server_peak_rss_mb", "peak RSS", "MiB", False),
-    Metric("server_peak_threads", "peak threads", "", False),
-    Metric("gc_time_ms", "GC time", "ms", False, not_ranked=NOT_RANKED),
-    # In a fixed window more data means more responses: it follows throughput.
-    Metric("mb_received", "data received", "MB", True),
-    # The same answer everywhere (CONTRACT.md): what differs is the headers, shown so that it is seen
-    Metric("bytes_per_response", "bytes per response", "B", False,
-           not_ranked="not ranked: every target sends the contract's body; a difference is in its headers"),
-    Metric("startup_s", "startup", "s", False),
-    Metric("rss_after_start_mb", "RSS after start", "MiB", False),
-]}
 # The percentiles a latency plot draws: label -> column.
 PLOTTED_PERCENTILES = {percentile_label(k): latency_column(k) for k in ("p50", "p90", "p99", "p999")}
 # Between a scenario and what else makes a cell its own (a network level, the VUs that carry a rate)
@@ -91,8 +54,10 @@ def level_column(df: pd.DataFrame) -> str:
 
 def level_name(df: pd.DataFrame, x: str) -> str:
     """What to call x in titles: rate (req/s), users (a ramp), or concurrency."""
-    if x == "concurrency" and "kind" in df and (df["kind"] == "ramp").any():
-        return "users"
+    if x == "concurrency" and "kind" in df:
+        words = {kinds.KINDS[k].level_word for k in df["kind"].dropna().unique() if k in kinds.KINDS}
+        if len(words) == 1:
+            return words.pop()
     return "rate (req/s)" if x == "rate" else x
 
 
@@ -123,7 +88,7 @@ def tidy(df: pd.DataFrame) -> pd.DataFrame:
     # several VU counts, those are different cells (p99 2 ms at 100 VUs, 40 ms at 1,000), never
     # repeats of one, so the VUs join the scenario's name as a network level does.
     if {"kind", "rate", "concurrency"} <= set(out):
-        rated = (out["kind"] == "rate") & out["rate"].notna() & out["concurrency"].notna()
+        rated = out["kind"].isin(kinds.having("cells_by_vus")) & out["rate"].notna() & out["concurrency"].notna()
         several = out[rated].groupby(["scenario", "rate"])["concurrency"].nunique().groupby("scenario").max()
         fold = rated & out["scenario"].map(several).gt(1)
         out.loc[fold, "scenario"] = (out.loc[fold, "scenario"] + SEPARATOR

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 
 from orchestrator import lazy
-from orchestrator.results.schema import PERCENTILES, latency_column
+from orchestrator.core.schema import PERCENTILES, latency_column
 
 np = lazy.module("numpy")
 

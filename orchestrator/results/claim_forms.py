@@ -28,59 +28,17 @@ import math
 from dataclasses import dataclass
 
 from orchestrator import lazy
+from orchestrator.config.claim_fields import FARTHEST, NEAREST
 from orchestrator.config.modes import base_id
+from orchestrator.core.schema import METRICS
 from orchestrator.results import bias, judge
-from orchestrator.results.analysis import METRICS, fmt, summary
+from orchestrator.results.analysis import fmt, summary
 
 pd = lazy.module("pandas")
 
-FORMS = ("order", "lead", "trend")
-SHAPES = ("grows", "linear")
 LINEAR_BAND = 0.25
 MIN_CLEAN = bias.MIN_CLEAN   # clean repeats a side needs to be judged without its flagged ones
-NEAREST, FARTHEST = "nearest", "farthest"
 GIVEN_BACK = "given_back"   # the claim's metric, each repeat given back the time the host stole
-REQUIRED = {"order": ("claim", "scenario", "metric", "targets"),
-            "lead": ("claim", "scenario", "metric", "targets", "over"),
-            "trend": ("claim", "target", "scenario", "metric", "levels", "shape")}
-# `study`: the study's figure for each target (order; lead: its targets, then those it leads) or level
-# (trend), where the study gives them (some give only a chart and its reading)
-OPTIONAL = ("form", "study", "level", "network", "differs")
-
-
-def check(claim: dict) -> str | None:
-    """What is wrong with an order or trend claim's fields, or None."""
-    form = claim["form"]
-    missing = [f for f in REQUIRED[form] if f not in claim]
-    if missing:
-        return f"a claim of form '{form}' needs {', '.join(missing)}"
-    unknown = set(claim) - {*REQUIRED[form], *OPTIONAL}
-    if unknown:
-        return f"unknown field(s) {', '.join(sorted(unknown))}; valid: {', '.join((*REQUIRED[form], *OPTIONAL))}"
-    if not isinstance(claim["claim"], str) or not claim["claim"].strip():
-        return "needs claim (text: the study's words and figures)"
-    if claim["metric"] not in METRICS or not METRICS[claim["metric"]].ranked:
-        return f"metric '{claim['metric']}' is not one of {', '.join(m for m in METRICS if METRICS[m].ranked)}"
-    if form == "trend":
-        if not _listed(claim["levels"], (int, float), 2):
-            return "levels must list two or more load levels (numbers)"
-    elif not _listed(claim["targets"], str, 2 if form == "order" else 1):
-        return f"targets must list {'two' if form == 'order' else 'one'} or more targets"
-    if form == "lead" and not _listed(claim["over"], str, 1):
-        return "over must list the targets the claim's targets lead"
-    sides = len(claim["levels"]) if form == "trend" else len(claim["targets"]) + len(claim.get("over", []))
-    if "study" in claim and not _listed(claim["study"], (int, float), sides, exact=True):
-        return f"study must list the study's figure for each of the {sides} {'levels' if form == 'trend' else 'targets'}"
-    if form == "trend" and claim["shape"] not in SHAPES:
-        return f"shape '{claim['shape']}' is not one of {', '.join(SHAPES)}"
-    if "network" in claim and not isinstance(claim["network"], str):
-        return f"network must be a level's name, '{NEAREST}' or '{FARTHEST}'"
-    return None
-
-
-def _listed(values, kind, least: int, exact: bool = False) -> bool:
-    return (isinstance(values, list) and (len(values) == least if exact else len(values) >= least)
-            and all(isinstance(v, kind) and not isinstance(v, bool) for v in values))
 
 
 @dataclass(frozen=True)

@@ -17,66 +17,27 @@ figures (`claim`) and, optionally, what in the study's set-up differs from this 
 from __future__ import annotations
 
 import operator
-import re
 
 from orchestrator import lazy
+from orchestrator.config.claim_fields import EVIDENCE, HOLDS
 from orchestrator.config.modes import base_id
 from orchestrator.results import claim_forms
-from orchestrator.results.schema import COLUMNS
 
 pd = lazy.module("pandas")
 
-# Evidence measures: name -> (what it is, in words; how a row gives it)
-MEASURES = {
-    "asleep": ("threads asleep on average (Flight Recorder, sleeps >= 10 ms)",
-               lambda r: r["jfr_sleep_ms"] / 1000 / r["duration_s"]),
-    "parked": ("threads parked on average (Flight Recorder, parks >= 10 ms, a pool's idle workers left out)",
-               lambda r: r["jfr_parked_ms"] / 1000 / r["duration_s"]),
-    "event-loop-app-share": ("share of the event loop's CPU samples in application code (%)",
-                             lambda r: 100 * r["jfr_event_loop_app_share"]),
-    "pinned": ("virtual-thread pinning events (Flight Recorder)", lambda r: r["jfr_pinned_count"]),
-    "threads-on-cpu": ("platform threads that used >= 1 % of a CPU (Flight Recorder)",
-                       lambda r: r["jfr_platform_threads_busy"]),
-    "listen-overflows": ("listen-queue overflows counted by the kernel", lambda r: r["tcp_listen_overflows"]),
-    "switches-per-request": ("OS context switches into the server per request (schedstat)",
-                             lambda r: r["server_switches_per_request"]),
+# How a row gives each evidence measure (config/claim_fields.EVIDENCE says what each is, in words)
+READERS = {
+    "asleep": lambda r: r["jfr_sleep_ms"] / 1000 / r["duration_s"],
+    "parked": lambda r: r["jfr_parked_ms"] / 1000 / r["duration_s"],
+    "event-loop-app-share": lambda r: 100 * r["jfr_event_loop_app_share"],
+    "pinned": lambda r: r["jfr_pinned_count"],
+    "threads-on-cpu": lambda r: r["jfr_platform_threads_busy"],
+    "listen-overflows": lambda r: r["tcp_listen_overflows"],
+    "switches-per-request": lambda r: r["server_switches_per_request"],
 }
-# The measures read from Flight Recorder's events: a run records them only with --jfr.
-RECORDED = {"asleep", "parked", "event-loop-app-share", "pinned", "threads-on-cpu"}
+# one reader each, or importing this module fails
+MEASURES = {name: (words, READERS[name]) for name, words in EVIDENCE.items()}
 _OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
-_HOLDS = re.compile(r"\s*(>=|<=|>|<)\s*(-?\d+(?:\.\d+)?)\s*")
-FIELDS = ("claim", "target", "scenario", "figure", "evidence", "holds")
-OPTIONAL = ("form", "level", "differs")
-FORMS = ("explanation", *claim_forms.FORMS)
-
-
-def check(claim: dict) -> str | None:
-    """What is wrong with a claim's fields, or None."""
-    form = claim.get("form", "explanation")
-    if form not in FORMS:
-        return f"form '{form}' is not one of {', '.join(FORMS)}"
-    if form != "explanation":
-        return claim_forms.check(claim)
-    missing = [f for f in FIELDS if not isinstance(claim.get(f), str) or not claim[f].strip()]
-    if missing:
-        return f"needs {', '.join(missing)} (text)"
-    if claim["figure"] not in COLUMNS:
-        return f"figure '{claim['figure']}' is not a column of the results (schema.py)"
-    if claim["evidence"] not in MEASURES:
-        return f"evidence '{claim['evidence']}' is not one of {', '.join(MEASURES)}"
-    if not _HOLDS.fullmatch(claim["holds"]):
-        return f"holds '{claim['holds']}' is not a comparison such as '>= 190'"
-    if "level" in claim and (isinstance(claim["level"], bool) or not isinstance(claim["level"], (int, float))):
-        return f"level must be a number (the load level the claim is about), not {claim['level']!r}"
-    unknown = set(claim) - {*FIELDS, *OPTIONAL}
-    if unknown:
-        return f"unknown field(s) {', '.join(sorted(unknown))}; valid: {', '.join((*FIELDS, *OPTIONAL))}"
-    return None
-
-
-def targets(claim: dict) -> list[str]:
-    """The targets a claim is about."""
-    return [*claim["targets"], *claim.get("over", [])] if "targets" in claim else [claim["target"]]
 
 
 def judged(df: pd.DataFrame, claims: list[dict], x: str = "concurrency") -> list[dict]:
@@ -102,7 +63,7 @@ def _explained(df: pd.DataFrame, c: dict, x: str) -> list[dict]:
         return [{**said, "here": f"{c['target']} on {c['scenario']}{at} was not measured", "verdict": "not measured",
                  "evidence": ""}]
     label, measure = MEASURES[c["evidence"]]
-    op, bound = _HOLDS.fullmatch(c["holds"]).groups()
+    op, bound = HOLDS.fullmatch(c["holds"]).groups()
     out = []
     for (target, level), cell in rows.groupby(["target", x], sort=True):
         # A flagged repeat measured something besides the target (a busy generator, a JIT still

@@ -24,8 +24,9 @@ import math
 from dataclasses import dataclass
 
 from orchestrator import lazy
+from orchestrator.core.schema import METRICS
 from orchestrator.results import bias, judge
-from orchestrator.results.analysis import METRICS, tidy, without_slowed
+from orchestrator.results.analysis import tidy, without_slowed
 
 np = lazy.module("numpy")
 pd = lazy.module("pandas")

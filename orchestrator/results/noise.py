@@ -23,6 +23,7 @@ import math
 from pathlib import Path
 
 from orchestrator import RESULTS_DIR
+from orchestrator.core.schema import METRICS
 from orchestrator.results import analysis
 from orchestrator.results import store as results
 from orchestrator.results.judge import Floor
@@ -38,10 +39,10 @@ def _ran(df):
 
 
 def cvs(df) -> dict[str, float]:
-    """The CV of every metric of analysis.METRICS over the repeats that ran, for a frame of one cell's
+    """The CV of every metric of METRICS over the repeats that ran, for a frame of one cell's
     repeats; metrics with fewer than two values or a mean of 0 are left out."""
     ran = _ran(df)
-    out = {m: analysis.cv(ran[m]) for m in analysis.METRICS if m in ran}
+    out = {m: analysis.cv(ran[m]) for m in METRICS if m in ran}
     return {m: round(c, 5) for m, c in out.items() if not math.isnan(c)}
 
 

@@ -23,10 +23,10 @@ from typing import Iterable
 
 from orchestrator import RESULTS_DIR, lazy
 from orchestrator.config.documents import read_text, regular_file
-from orchestrator.errors import BadFile, UsageError
 
 # The columns are schema.py's; results.COLUMNS stays, for notebooks that read it beside load().
-from orchestrator.results.schema import CELL_KEY, COLUMNS, RENAMED, ROW_TYPES, TIMESERIES_KEY, TIMESERIES_TYPES
+from orchestrator.core.schema import CELL_KEY, COLUMNS, RENAMED, ROW_TYPES, TIMESERIES_KEY, TIMESERIES_TYPES
+from orchestrator.errors import BadFile, UsageError
 
 pd = lazy.module("pandas")
 pa = lazy.module("pyarrow")

@@ -17,13 +17,13 @@ At the capacity (the highest rate that passed, its probe's figures on the capaci
 
 The ranking reads the capacities as the report's capacity section does: one target is above another
 only where every JVM of it reached a rate at which every JVM of the other had failed
-(report/capacity.across_jvms); otherwise the two are within the noise of these repeats.
+(results/capacities.across_jvms); otherwise the two are within the noise of these repeats.
 """
 from __future__ import annotations
 
 from orchestrator import lazy
 from orchestrator.config.modes import HEAP_MODE
-from orchestrator.report.capacity import across_jvms
+from orchestrator.results.capacities import across_jvms
 
 pd = lazy.module("pandas")
 

@@ -29,11 +29,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from orchestrator import drivers
+from orchestrator.config import driver_registry
 from orchestrator.config.catalog import Target
+from orchestrator.config.load import LoadSpec
 from orchestrator.config.modes import AOT_TRAINING, slug
 from orchestrator.config.scenarios import SCENARIOS
-from orchestrator.drivers.base import DriverFailed, LoadSpec
+from orchestrator.drivers.base import DriverFailed
 from orchestrator.errors import TargetFailed
 from orchestrator.infra.procs import log_tail
 from orchestrator.targets.runtimes.base import Mount
@@ -120,7 +121,7 @@ def train(environment, target: Target, env: dict[str, str], scenarios: list[str]
                             duration_s=TRAIN_S, cpus=s.loadgen_cpus, timeout_s=s.request_timeout_s,
                             out_dir=environment.run_dir / CACHE_DIR / "training", **environment.load_placement())
             try:
-                drivers.get("wrk").run(spec)
+                driver_registry.get("wrk").run(spec)
             except DriverFailed as e:
                 raise TargetFailed(f"the AOT cache's training load on {name} failed: {e}") from None
     finally:

@@ -20,15 +20,15 @@ from orchestrator.config.modes import AOT_TRAINING
 from orchestrator.config.plan import Settings, pool_env
 from orchestrator.config.scenarios import Backends
 from orchestrator.config.topology import LOCAL, Topology
+from orchestrator.core.cpus import settle
+from orchestrator.core.httpclient import request
+from orchestrator.core.schema import MiB
 from orchestrator.errors import BenchError, TargetFailed, UsageError
 from orchestrator.infra import backends as infra_mod
 from orchestrator.infra.cleanup import stale_data_dirs
 from orchestrator.infra.docker_engine import address_toward, ship
-from orchestrator.infra.httpclient import request
 from orchestrator.infra.network import Network, stale_namespaces
 from orchestrator.infra.procs import ensure_port_free, server_failure
-from orchestrator.measure.sampling import settle
-from orchestrator.results.schema import MiB
 from orchestrator.targets import aot_cache, images, runtimes
 from orchestrator.targets.build import build
 from orchestrator.targets.jdk import Jdk, find_jdk

@@ -23,19 +23,7 @@ from pathlib import Path
 import psutil
 
 from orchestrator.config.catalog import Target
-
-
-def parse_cpus(cpus: str) -> set[int]:
-    """The CPUs of a taskset list such as "1", "0-1" or "0,2-3"."""
-    out: set[int] = set()
-    for part in cpus.split(","):
-        lo, _, hi = part.partition("-")
-        out.update(range(int(lo), int(hi or lo) + 1))
-    return out
-
-
-def cpu_count(cpus: str) -> int:
-    return len(parse_cpus(cpus))
+from orchestrator.core.cpus import cpu_count
 
 
 def jvm_options(target: Target, heap: str, cpus: str) -> list[str]:

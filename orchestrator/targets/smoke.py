@@ -29,14 +29,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from orchestrator import drivers
+from orchestrator.config import driver_registry
 from orchestrator.config.catalog import Target
+from orchestrator.config.load import LoadResult, LoadSpec
 from orchestrator.config.scenarios import SCENARIOS
-from orchestrator.drivers.base import DriverFailed, LoadResult, LoadSpec
+from orchestrator.core.cpus import parse_cpus
+from orchestrator.drivers.base import DriverFailed
 from orchestrator.errors import TargetFailed
 from orchestrator.infra.procs import server_failure
 from orchestrator.targets.environment import Environment, Started, wait_ready
-from orchestrator.targets.jvm import parse_cpus
 from orchestrator.targets.verify import Verification, verify
 
 # Each request is answered within this long or fails the target (the slowest burst here, 1,000
@@ -93,7 +94,7 @@ def survives(target: Target, started, settings, connections: int, logs: Path, po
                         duration_s=0, cpus=settings.loadgen_cpus, timeout_s=DRAIN_S, host=host,
                         out_dir=logs / "smoke" / target.slug)
         try:
-            r = drivers.get(GENERATOR).run(spec)
+            r = driver_registry.get(GENERATOR).run(spec)
         except DriverFailed as e:
             return f"{burst}: load generator failed: {e}"
         try:   # the same wait as a start's

@@ -11,9 +11,9 @@ measure/cell.py imports config, so kinds in measure/ would close a cycle. As wit
 file per kind with its config and its run loop), a kind's measure() holds its own loop, but drives its
 loads through the CellRun that measure/cell.py hands it (drive, window, flags, row, keep): the kinds
 import nothing that starts a process, and a new kind with a loop of its own touches no file of
-measure/. Their one import from measure/ is the capacity
-kind's search arithmetic (measure/capacity.py: Search, judge, vus_for; pure, importing nothing of
-config's profiles, so no cycle); the objective it searches against is config's (config/objective.py)."""
+measure/, and import nothing from it: the capacity kind's search arithmetic is a module of its own here
+(config/kinds/capacity_search.py: Search, judge, vus_for; pure), which `bench calibrate` also uses; the
+objective it searches against is config's (config/objective.py)."""
 from __future__ import annotations
 
 from orchestrator.config.kinds.base import Kind
@@ -26,6 +26,17 @@ from orchestrator.errors import UsageError
 
 # name -> kind, in the order errors list them
 KINDS: dict[str, Kind] = {k.name: k for k in (ThroughputKind(), BurstKind(), RateKind(), CapacityKind(), RampKind())}
+
+
+def having(attribute: str) -> set[str]:
+    """The names of the kinds whose `attribute` is true: what reading a run's rows asks of their kind
+    column, rather than naming a kind."""
+    return {name for name, kind in KINDS.items() if getattr(kind, attribute)}
+
+
+def measured_words(prof: dict) -> str:
+    """What a cell of a stored profile measured, in words; a kind no longer known: its window."""
+    return KINDS.get(prof.get("kind"), Kind()).measured_words(prof)
 
 
 def get(name: str) -> Kind:

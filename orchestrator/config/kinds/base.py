@@ -11,8 +11,8 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from orchestrator.config.documents import Document
+from orchestrator.config.load import LoadResult, LoadSpec
 from orchestrator.config.scenarios import Scenario
-from orchestrator.drivers.base import LoadResult, LoadSpec
 
 MAX_CONNECTIONS = 20_000
 
@@ -82,6 +82,13 @@ class Kind:
     # A cell is one window of load: it can meet a cold JVM (modes.STARTS), where a ramp's steps or a
     # search's probes would each meet a JVM the ones before had warmed.
     single_window = True
+    # Its cells search for a capacity: its rows are probes and each search's capacity row (report/capacity.py).
+    searches = False
+    # What its level column counts, in a chart's words: connections, or a ramp's users.
+    level_word = "concurrency"
+    # A cell at one rate run with several VU counts is one cell per VU count (analysis.tidy): p99 2 ms at
+    # 100 VUs and 40 ms at 1,000 are different cells, never repeats of one.
+    cells_by_vus = False
 
     def read(self, doc: Document, profile):
         """The profile with the fields only this kind reads, validated (ManifestError names the field)."""
@@ -123,6 +130,15 @@ class Kind:
     def describe(self, profile) -> str:
         """The load of its cells in one line (`bench profiles`, the start of `bench run`)."""
         raise NotImplementedError(self.name)
+
+    def measured_words(self, prof: dict) -> str:
+        """What a cell measures, from the profile as run.json stores it (the report's facts)."""
+        return f"{prof.get('duration_s', '?')} s measured"
+
+    def closed_loop_probe(self, common: dict, requests: int) -> LoadSpec | None:
+        """A closed loop of common's concurrency in this kind's shape, for `bench calibrate` to find a
+        generator's ceiling with (None: its loads are not a closed loop)."""
+        return None
 
     def measure(self, cell: CellRun) -> Rows:
         """Measure one cell: here one load, one row over all of it."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from orchestrator.config.kinds.base import Kind
+from orchestrator.config.load import LoadSpec
 
 
 class BurstKind(Kind):
@@ -21,6 +22,13 @@ class BurstKind(Kind):
             return "requests", (f"{p.requests} is fewer than the largest concurrency {max(p.concurrency)}: every "
                                 f"connection must send at least one request")
         return None
+
+    def measured_words(self, prof: dict) -> str:
+        return f"{prof.get('requests', 0):,} requests per cell"
+
+    def closed_loop_probe(self, common: dict, requests: int) -> LoadSpec:
+        """Every connection sends ten at least: a burst shorter than that is mostly its start-up."""
+        return LoadSpec(**common, requests=max(requests, common["concurrency"] * 10))
 
     def describe(self, p) -> str:
         return f"{p.requests:,} requests at {', '.join(map(str, p.concurrency))} connections"

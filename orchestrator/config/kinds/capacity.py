@@ -1,5 +1,5 @@
 """The capacity kind: the highest arrival rate at which a target meets a latency objective, found by a
-search over open-model probes (measure/capacity.py: Search, judge), one cell per scenario with at most
+search over open-model probes (config/kinds/capacity_search.py: Search, judge), one cell per scenario with at most
 the profile's largest concurrency in VUs. Each probe is a row; the capacity row, written last, holds
 the interval the capacity lies in. The search is capped at the generator's calibrated open-model
 ceiling, which the run measures first when it is unknown.
@@ -16,11 +16,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from orchestrator.config.kinds.base import CellRun, Kind, Rows
+from orchestrator.config.kinds.capacity_search import PASS, Search, judge, vus_for
+from orchestrator.config.load import LoadResult
 from orchestrator.config.objective import Objective, parse_slo
-from orchestrator.drivers.base import LoadResult
+from orchestrator.core.schema import GRACEFUL, percentile_label
 from orchestrator.errors import UsageError
-from orchestrator.measure.capacity import PASS, Search, judge, vus_for
-from orchestrator.results.schema import GRACEFUL, percentile_label
 
 HELD = "; the objective held"   # the end of an overload probe's verdict when it met the objective
 
@@ -32,6 +32,7 @@ class CapacityKind(Kind):
     options = ("concurrency", "slo", "duration_s")
     default_concurrency = (1000,)
     open_model = True
+    searches = True
     needs_open_ceiling = True
 
     def read(self, doc, p):

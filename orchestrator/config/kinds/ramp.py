@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from orchestrator.config.kinds.base import MAX_CONNECTIONS, CellRun, Kind, Rows
-from orchestrator.drivers.base import Ramp
+from orchestrator.config.load import LoadSpec, Ramp
 
 RAMP_FIELDS = ("start_users", "step_users", "step_duration", "steps", "workers")
 
@@ -17,6 +17,7 @@ class RampKind(Kind):
     fields = ("ramp",)
     options = ("workers",)
     closed_loop = True
+    level_word = "users"
 
     def read(self, doc, p):
         if not isinstance(doc.table.get("ramp"), dict):
@@ -47,6 +48,17 @@ class RampKind(Kind):
 
     def measured_s(self, p) -> float:
         return p.ramp.duration_s
+
+    def measured_words(self, prof: dict) -> str:
+        r = prof.get("ramp")
+        if not r:
+            return super().measured_words(prof)
+        return f"{r['steps']} steps of {r['step_s']:g} s from {r['start_users']} users, +{r['step_users']} per step"
+
+    def closed_loop_probe(self, common: dict, requests: int) -> LoadSpec:
+        """One step as long as the window, its users the concurrency."""
+        return LoadSpec(**common, ramp=Ramp(start_users=common["concurrency"], step_users=0,
+                                            step_s=common["duration_s"], steps=1))
 
     def describe(self, p) -> str:
         r = p.ramp

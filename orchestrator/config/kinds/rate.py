@@ -13,6 +13,7 @@ class RateKind(Kind):
     options = ("concurrency", "rates", "duration_s")
     default_concurrency = (1000,)
     open_model = True
+    cells_by_vus = True
 
     def read(self, doc, p):
         return replace(p, rates=doc.wholes("rates", None, 1_000_000))

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import psutil
 
+from orchestrator.core.cpus import parse_cpus
 from orchestrator.infra.procs import scheduled_in, spawn, stop
-from orchestrator.targets.jvm import command_line, parse_cpus
+from orchestrator.targets.jvm import command_line
 from orchestrator.targets.runtimes.base import LaunchSpec, Runtime, Server, Usage
 
 

@@ -23,11 +23,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from orchestrator.config.load import LoadResult
 from orchestrator.config.mix import parts_of
 from orchestrator.config.objective import Objective
 from orchestrator.config.scenarios import Scenario
-from orchestrator.drivers.base import LoadResult
-from orchestrator.results.schema import percentile_label
+from orchestrator.core.schema import percentile_label
 
 CLOSE = 0.10          # a latency within 10 % of the bound is a close verdict: probed again
 RATE_MET = 0.97       # of the offered rate: an open model that achieves less fell behind

@@ -6,6 +6,8 @@ the reports and the notebooks all read it, so a column or a threshold changes in
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 # Latency percentiles, nearest rank, as every driver reports them: key -> percentile.
 PERCENTILES = {"p50": 50, "p75": 75, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9}
 LATENCY_STATS = ("min", "mean", "stdev", *PERCENTILES, "max")
@@ -20,6 +22,45 @@ def percentile_label(key: str) -> str:
     """How a percentile is written for people: p99.9 for p999."""
     return f"p{PERCENTILES[key]:g}"
 
+
+# The metrics a report ranks and judges: which column, its words and unit, which way is better.
+@dataclass(frozen=True)
+class Metric:
+    column: str
+    label: str
+    unit: str
+    higher_is_better: bool
+    # Why the metric is shown but never ranked ('': it is ranked)
+    not_ranked: str = ""
+
+    @property
+    def ranked(self) -> bool:
+        return not self.not_ranked
+
+
+# An absolute total over the window (CPU %, GC time) falls with the work done: the lowest is the
+# slowest server as often as the leanest.
+NOT_RANKED = "not ranked: a total over the window, lower for a server that did less work (CPU per request ranks)"
+
+
+METRICS = {m.column: m for m in [
+    Metric("rps", "throughput", "req/s", True),
+    Metric("latency_mean_ms", "mean latency", "ms", False),
+    *(Metric(latency_column(k), f"{percentile_label(k)} latency", "ms", False) for k in PERCENTILES),
+    Metric("server_cpu_pct", "server CPU", "%", False, not_ranked=NOT_RANKED),
+    # CPU % alone rewards the slowest server; CPU per request is what efficiency means.
+    Metric("cpu_ms_per_req", "CPU per request", "ms", False),
+    Metric("server_peak_rss_mb", "peak RSS", "MiB", False),
+    Metric("server_peak_threads", "peak threads", "", False),
+    Metric("gc_time_ms", "GC time", "ms", False, not_ranked=NOT_RANKED),
+    # In a fixed window more data means more responses: it follows throughput.
+    Metric("mb_received", "data received", "MB", True),
+    # The same answer everywhere (CONTRACT.md): what differs is the headers, shown so that it is seen
+    Metric("bytes_per_response", "bytes per response", "B", False,
+           not_ranked="not ranked: every target sends the contract's body; a difference is in its headers"),
+    Metric("startup_s", "startup", "s", False),
+    Metric("rss_after_start_mb", "RSS after start", "MiB", False),
+]}
 
 # Self-checks of a cell (checks.py): a row beyond one is flagged, never silently kept.
 LITTLE_LOW, LITTLE_HIGH = 0.75, 1.25   # rps x mean latency / connections, in a closed loop
