@@ -25,15 +25,17 @@ from orchestrator.targets.runtimes import RUNTIMES
 console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else 160)
 FrameworkOpt = typer.Option(None, "--framework", "-f", help="Framework(s), comma-separated, or framework:variant.")
 VariantOpt = typer.Option(None, "--variant", "-v", help="Variant(s), comma-separated (default: all).")
-ServerCpus = typer.Option(None, "--server-cpus", help="CPUs for the target (taskset list; default 1).")
+# The settings' defaults, written once (config/plan.py's Settings); the options below show them
+DEFAULTS = Settings()
+ServerCpus = typer.Option(None, "--server-cpus", help=f"CPUs for the target (taskset list; default {DEFAULTS.server_cpus}).")
 LoadgenCpus = typer.Option(None, "--loadgen-cpus", help="CPUs for the load generator and the infrastructure "
-                           "(default 0).")
-HeapOpt = typer.Option(None, "--heap", help="JVM heap, -Xms = -Xmx (default 512m).")
-PortOpt = typer.Option(8080, "--port", help="Port of the target (a gateway's backend gets port + 1).")
-RedisPortOpt = typer.Option(16379, "--redis-port", help="Port of the run's Redis.")
-DbPortOpt = typer.Option(13306, "--db-port", help="Port of the run's MariaDB.")
-RuntimeOpt = typer.Option("process", "--runtime", help="Where targets and infrastructure run: process or docker.")
-MemoryOpt = typer.Option("1g", "--memory", help="docker: the memory limit of a target's container (swap included).")
+                           f"(default {DEFAULTS.loadgen_cpus}).")
+HeapOpt = typer.Option(None, "--heap", help=f"JVM heap, -Xms = -Xmx (default {DEFAULTS.heap}).")
+PortOpt = typer.Option(DEFAULTS.port, "--port", help="Port of the target (a gateway's backend gets port + 1).")
+RedisPortOpt = typer.Option(DEFAULTS.redis_port, "--redis-port", help="Port of the run's Redis.")
+DbPortOpt = typer.Option(DEFAULTS.db_port, "--db-port", help="Port of the run's MariaDB.")
+RuntimeOpt = typer.Option(DEFAULTS.runtime, "--runtime", help="Where targets and infrastructure run: process or docker.")
+MemoryOpt = typer.Option(DEFAULTS.memory, "--memory", help="docker: the memory limit of a target's container (swap included).")
 OfflineOpt = typer.Option(False, "--offline", help="docker: never try to pull; bootstrap missing base images locally.")
 DbPoolOpt = typer.Option(16, "--db-pool-size", envvar="DB_POOL_SIZE", help="Database connections of every "
                          "target, i.e. statements in flight (CONTRACT.md; default 16).")
@@ -83,9 +85,9 @@ def parse_settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, r
                     start_timeout_s=options.duration(start_timeout, "--start-timeout"),
                     request_timeout_s=options.duration(timeout, "--timeout"), fresh_jvm_per_scenario=fresh, jfr=jfr,
                     topology=topo.to_dict() if topo and not topo.single_host else None, locust_master=locust_master,
-                    server_cpus=options.cpu_list(server_cpus or "1", "--server-cpus"),
-                    loadgen_cpus=options.cpu_list(loadgen_cpus or "0", "--loadgen-cpus"),
-                    heap=options.heap(heap or "512m"), port=options.port(port, "--port"),
+                    server_cpus=options.cpu_list(server_cpus or DEFAULTS.server_cpus, "--server-cpus"),
+                    loadgen_cpus=options.cpu_list(loadgen_cpus or DEFAULTS.loadgen_cpus, "--loadgen-cpus"),
+                    heap=options.heap(heap or DEFAULTS.heap), port=options.port(port, "--port"),
                     redis_port=options.port(redis_port, "--redis-port"),
                     db_port=options.port(db_port, "--db-port"), downstream_ms=downstream_ms,
                     downstream_port=options.port(downstream_port, "--downstream-port"),

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from orchestrator import RESULTS_DIR
 from orchestrator.cli.common import (
+    DEFAULTS,
     DbPortOpt,
     DownstreamMsOpt,
     DownstreamPortOpt,
@@ -44,7 +45,8 @@ def infra_up(loadgen_cpus: str = LoadgenCpus, redis_port: int = RedisPortOpt, db
         console.print("infrastructure is already up (`bench infra status`)")
         return
     run_lock.ensure_free()
-    settings = parse_settings("1", loadgen_cpus, "512m", 8080, redis_port, db_port, runtime, "1g", offline,
+    settings = parse_settings(DEFAULTS.server_cpus, loadgen_cpus, DEFAULTS.heap, DEFAULTS.port, redis_port, db_port,
+                              runtime, DEFAULTS.memory, offline,
                               downstream_ms=downstream_ms, downstream_port=downstream_port)
     images = {}
     if runtime == "docker":

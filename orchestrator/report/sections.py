@@ -128,7 +128,9 @@ CLAIMS_TEXT = ("Each claim of the study this preset reruns, in the study's words
                "needs are named). ×r is the ratio of a pair's figures in the study's direction (above 1: as the "
                "study found), with its 95% interval; a trend that is linear grows in proportion to the load. A "
                "cell whose flags only slowed it (a busy load generator, steal) counts where its bias cannot have "
-               "made the pair: its throughput is at least, its latency at most, what it shows. An explanation is "
+               "made the pair: its throughput is at least, its latency at most, what it shows; where only the "
+               "host's steal could have made it, the cell is judged given back all the time stolen, at its best. "
+               "An explanation is "
                "tested by evidence recorded in the same cells (medians over the clean repeats; the condition is "
                "the preset's, in orchestrator/config/presets/). Here: median (min-max, repeats that ran).")
 

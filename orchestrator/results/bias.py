@@ -86,15 +86,16 @@ def truth_worse(higher_is_better: bool) -> str:
 
 
 def stolen_share(rows) -> "np.ndarray":
-    """Per row, the larger share (0-1) of either side's CPUs the host took in its window (NaN where it
-    was not measured)."""
+    """Per row, the share (0-1) of its window in which the host may have held either side: the server's
+    share and the generator's added, since either one held stalls the exchange and the two need not
+    have been held at once (NaN where a side's steal was not measured)."""
     steal = [rows[c].to_numpy(dtype=float) if c in rows else np.full(len(rows), np.nan) for c in STEAL_COLUMNS]
-    return np.fmax(*steal) / 100
+    return np.minimum(sum(steal) / 100, 1.0)
 
 
 def given_back(metric: str, values, stolen, duration_s) -> "np.ndarray | None":
     """The figures had the host taken nothing, at their best: a rate divided by the share of time left
-    (1 - stolen), a latency less all the time stolen in the window (one request may have met every
+    (1 - stolen, stolen_share's), a latency less all the time stolen in the window (one request may have met every
     stolen moment); NaN where a figure's steal was not measured (rows from before it was). None for a
     metric steal cannot be bounded on (CPU, GC, memory...)."""
     values, stolen = np.asarray(values, dtype=float), np.asarray(stolen, dtype=float)

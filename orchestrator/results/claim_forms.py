@@ -16,7 +16,9 @@ A cell whose flags only slowed it (bias.py) still counts where its bias cannot h
 a throughput measured slowed is at most the truth, so it may be the higher side of a pair, never the
 lower; a latency the other way round. On the side where the bias could have made the pair, the cell's
 flagged repeats are left out and its clean ones judged, when MIN_CLEAN or more are clean (the verdict
-says so). Any other flag, a failed repeat or a missing cell withholds.
+says so); else, where the host's steal is the only flag that withholds it, its repeats are given back
+every stolen moment (bias.given_back) and the pair judged on that best, when it still points the way it
+was measured. Any other flag, a failed repeat or a missing cell withholds.
 
 "Linear" is growth in proportion to the load level (a latency that doubles with the connections, as
 Little's law has it for a pool that is full): each step's ratio, at the interval of alpha over the

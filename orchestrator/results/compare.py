@@ -69,7 +69,7 @@ class _Cell:
     ran: np.ndarray
     flags: list[str]
     figures: pd.DataFrame
-    stolen: np.ndarray   # per repeat, the larger share (0-1) of either side's CPUs the host took
+    stolen: np.ndarray   # per repeat, the share (0-1) of its window the host may have held a side (bias.stolen_share)
     duration_s: np.ndarray
 
 
