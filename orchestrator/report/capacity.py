@@ -29,10 +29,10 @@ def split(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
 def _interval(row) -> str:
     if row["status"] != "ok":
         return f"failed: {str(row['reason']).splitlines()[0][:60]}"
-    low, high = row["capacity_low_rps"], row["capacity_high_rps"]
-    span = f"{low:,.0f} – {high:,.0f}" if high == high and high is not None else f"≥ {low:,.0f}"
+    high = row["capacity_high_rps"]   # none where no probe failed: the generator's limit
     steal = " ⚠ host-steal" if stolen(row) else ""
-    return span + OUTCOMES.get(row["verdict"], f" ({row['verdict']})") + steal
+    return (span(row["capacity_low_rps"], high if high == high and high is not None else float("inf"))
+            + OUTCOMES.get(row["verdict"], f" ({row['verdict']})") + steal)
 
 
 def span(low: float, high: float) -> str:

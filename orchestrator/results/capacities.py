@@ -3,13 +3,14 @@ the host's steal may have set a search's interval."""
 from __future__ import annotations
 
 from orchestrator import lazy
+from orchestrator.results import bias
 
 pd = lazy.module("pandas")
 
 
 def stolen(row) -> bool:
     """Whether the host held the CPUs in some probe of the search (its interval may be the host's)."""
-    return "host-steal" in str(row.get("check_flags") or "").split(",")
+    return bool(bias.STOLEN & bias.flags_of(row.get("check_flags") or ""))
 
 
 def across_jvms(rows: pd.DataFrame) -> tuple[float, float] | None:
