@@ -37,6 +37,8 @@ TAIL = 20                         # lines of a failed step's log printed before 
 # declares its own in config/driver_registry.py, which imports the standard library only, as this file must)
 APT = {"redis-server": "redis-server", "mariadbd": "mariadb-server", "mvn": "maven", "taskset": "util-linux",
        "nginx": "nginx",   # nginx: `bench calibrate` measures each generator's ceiling against it
+       # a file, not an executable: the downstream service (infra/downstream.py) is nginx with this module
+       "/usr/lib/nginx/modules/ngx_http_echo_module.so": "libnginx-mod-http-echo",
        # topologies (topology.py): namespaces and links, and the C compiler of a link's delay wire
        "ip": "iproute2", "nsenter": "util-linux", "cc": "gcc"}
 # Only for the docker runtime (and the tests, which cover it).
@@ -54,7 +56,9 @@ def apt() -> dict[str, str]:
 
 def _missing_packages(wanted: dict[str, str]) -> list[str]:
     path = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
-    return sorted({pkg for exe, pkg in wanted.items() if not shutil.which(exe, path=path)})
+    def present(exe: str) -> bool:
+        return Path(exe).exists() if exe.startswith("/") else bool(shutil.which(exe, path=path))
+    return sorted({pkg for exe, pkg in wanted.items() if not present(exe)})
 
 
 def _shown(path: Path) -> str:

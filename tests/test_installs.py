@@ -163,3 +163,12 @@ def test_a_failed_installer_step_prints_the_logs_last_lines_and_its_path(tmp_pat
     assert shown[:-1] == [f"apt line {i}" for i in range(11, 31)]   # the last 20 lines of the log
     assert shown[-1] == f"`sh -c for i in $(seq 1 30); do echo apt line $i; done; exit 100` exited with 100; " \
                         f"its full output is in {log}"
+
+
+def test_the_installer_installs_the_downstream_s_echo_module_a_file_not_a_command(tmp_path):
+    """The downstream service needs a file no executable names (nginx's echo module): the installer
+    looks for that file, so a fresh machine with nginx alone still gets the module."""
+    from orchestrator.infra import downstream
+    assert installer.apt()[str(downstream.ECHO_MODULE)] == downstream.INSTALL.split()[-1]
+    wanted = {str(tmp_path / "absent.so"): "a-module", str(tmp_path): "present-folder", "sh": "dash"}
+    assert installer._missing_packages(wanted) == ["a-module"]
