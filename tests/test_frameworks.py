@@ -10,11 +10,14 @@ named with its reason (for a dead one, the cause its log gives)."""
 from __future__ import annotations
 
 import re
+import subprocess
+import time
 
 import pytest
-from conftest import PORTS, ROOT, bench
+from conftest import PORTS, ROOT, bench, wait_for
 
 from orchestrator.config.catalog import discover
+from orchestrator.targets import parity
 
 CATALOG = discover(ROOT / "frameworks")
 CONNECTIONS = 1000   # the studies load targets with 500 to 2,000 connections
@@ -31,8 +34,17 @@ def test_every_target_survives_a_thousand_connections_on_every_scenario_it_decla
     targets = [f"{framework}:{v}" for v in CATALOG[framework].variants]
     # the verdicts are in the table's rows; a failure's reason follows the table on a line of its own
     verdicts = {t: re.search(rf"[│|] {re.escape(t)} +[│|] (\S+)", smoke) for t in targets}
-    reasons = "\n".join(line for line in smoke.splitlines() if line.startswith(tuple(f"{t}:" for t in targets)))
+    reasons = "\n\n".join(_reason(smoke, t) for t in targets if f"\n{t}: " in smoke)
     assert all(m and m.group(1) == "ok" for m in verdicts.values()), (reasons or smoke[-4000:])[:6000]
+
+
+def _reason(said: str, target: str) -> str:
+    """A failed target's reason as bench verify prints it: its line and the log's lines after it, up to
+    the next target's reason or the count."""
+    lines = said.split(f"\n{target}: ", 1)[1].splitlines()
+    end = next((i for i, line in enumerate(lines[1:], 1) if re.match(r"[\w-]+:[\w-]+: |\d+ passed, ", line)),
+               len(lines))
+    return f"{target}: " + "\n".join(lines[:end])
 
 
 @pytest.mark.slow
@@ -65,3 +77,32 @@ def test_every_target_declares_its_limits_for_the_parity_table():
             assert set(declared) == set(PARITY_FIELDS), f"{fw.name}:{v.name} declares {sorted(declared)}"
         # what picks its library versions, in words: the numbers are the ones Maven resolved
         assert fw.versions and not re.search(r"\d+\.\d+", fw.versions), f"{fw.name}: versions = {fw.versions!r}"
+
+
+@pytest.mark.slow
+def test_a_burst_that_hangs_leaves_the_jvm_s_threads_named_in_its_failure(tmp_path, monkeypatch):
+    from orchestrator.targets import smoke
+    from orchestrator.targets.jdk import find_jdk
+    jdk = find_jdk().home
+    source = tmp_path / "Hung.java"   # a request handler stuck where a hang would be: asleep, holding a lock
+    source.write_text("class Hung { public static void main(String[] a) throws Exception {"
+                      " synchronized (Hung.class) { Thread.sleep(60_000); } } }")
+    jvm = subprocess.Popen([str(jdk / "bin" / "java"), str(source)])
+    try:
+        jcmd = jdk / "bin" / "jcmd"
+        wait_for(lambda: parity.thread_dump(jcmd, jvm.pid, 5).count("Hung.main") >= 1, 60, "the JVM's main thread")
+        monkeypatch.setattr(smoke, "STUCK_S", 0.5)
+        with smoke._threads_if_stuck(jcmd, jvm.pid, tmp_path / "quick.txt") as quick:
+            pass   # a burst that ended in time leaves nothing
+        with smoke._threads_if_stuck(jcmd, jvm.pid, tmp_path / "smoke" / "redis-threads.txt") as dump:
+            time.sleep(3)
+    finally:
+        jvm.kill()
+        jvm.wait()
+    assert not quick.exists()
+    text = dump.read_text()
+    assert "Hung.main" in text and "- locked <" in text and "java.lang.Class for Hung" in text, text[:2000]
+    reason = smoke._with_threads("redis (GET /redis): 28 non-2xx of 1000 requests failed; last lines of x.log:\n"
+                                 "a line of the log", dump)
+    assert reason.splitlines() == [f"redis (GET /redis): 28 non-2xx of 1000 requests failed; its threads 0.5 s "
+                                   f"into the burst: {dump}; last lines of x.log:", "a line of the log"]

@@ -101,14 +101,19 @@ def thread_pools(thread_dump: str) -> dict[str, int]:
     return dict(Counter(_DIGITS.sub("N", n) for n in names).most_common())
 
 
-def observe_threads(jcmd: Path, pid: int, timeout: float = 20.0) -> dict[str, int]:
-    """The JVM's thread pools now ({} when jcmd could not attach, e.g. to a container's JVM)."""
+def thread_dump(jcmd: Path, pid: int, timeout: float = 20.0) -> str:
+    """`jcmd Thread.print -l` of the JVM now, with the locks each thread holds ('' when jcmd could not
+    attach, e.g. to a container's JVM)."""
     try:
-        out = subprocess.run([str(jcmd), str(pid), "Thread.print"], capture_output=True, text=True,
-                             timeout=timeout).stdout
+        return subprocess.run([str(jcmd), str(pid), "Thread.print", "-l"], capture_output=True, text=True,
+                              timeout=timeout).stdout
     except (OSError, subprocess.TimeoutExpired):
-        return {}
-    return thread_pools(out)
+        return ""
+
+
+def observe_threads(jcmd: Path, pid: int, timeout: float = 20.0) -> dict[str, int]:
+    """The JVM's thread pools now ({} when jcmd could not attach)."""
+    return thread_pools(thread_dump(jcmd, pid, timeout))
 
 
 def merge_pools(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:

@@ -21,8 +21,10 @@ within one second a slow scenario could answer nothing and still pass.
 from __future__ import annotations
 
 import collections
+import contextlib
 import csv
 import gzip
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -37,6 +39,7 @@ from orchestrator.core.cpus import parse_cpus
 from orchestrator.drivers.base import DriverFailed
 from orchestrator.errors import TargetFailed
 from orchestrator.infra.procs import server_failure
+from orchestrator.targets import parity
 from orchestrator.targets.environment import Environment, Started, wait_ready
 from orchestrator.targets.verify import Verification, verify
 
@@ -45,6 +48,10 @@ from orchestrator.targets.verify import Verification, verify
 DRAIN_S = 120.0
 # The smoke's generator: `bench verify --load` asks for it before any target starts (a build on first use)
 GENERATOR = "k6"
+# A burst still running this long (the slowest that passed here took 10 s) has its JVM's threads dumped,
+# kept beside the burst's files and named in its failure: a hang (28 of 1,000 Redis MGETs unanswered for
+# Lettuce's 60 s, twice in CI, never reproduced) leaves the stacks that say where it hung.
+STUCK_S = 30.0
 # A target started beside the load listens here above --port (--port + 1 is a gateway's backend's).
 BESIDE_PORT_OFFSET = 2
 
@@ -83,10 +90,41 @@ def _failures(r: LoadResult, asked: int) -> str:
     return ", ".join(f"{n} {what}" for what, n in counts.items() if n)
 
 
+@contextlib.contextmanager
+def _threads_if_stuck(jcmd: Path | None, pid: int | None, path: Path) -> Iterator[Path]:
+    """Within the block, the JVM's threads are written to path once the block has run STUCK_S (when
+    jcmd can attach to pid); yields path, which exists afterwards only if the block ran that long."""
+    def dump() -> None:
+        text = parity.thread_dump(jcmd, pid)
+        if text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    timer = threading.Timer(STUCK_S, dump)
+    timer.daemon = True
+    if jcmd and pid:
+        timer.start()
+    try:
+        yield path
+    finally:
+        timer.cancel()
+        if timer.is_alive():
+            timer.join()
+
+
+def _with_threads(reason: str, dump: Path) -> str:
+    """A failure's reason (server_failure's), with where the threads of a burst that ran past STUCK_S
+    are after its cause, before the log's last lines."""
+    if not dump.exists():
+        return reason
+    cause, tail, log = reason.partition("; last lines of ")
+    return f"{cause}; its threads {STUCK_S:g} s into the burst: {dump}{tail}{log}"
+
+
 def survives(target: Target, started, settings, connections: int, logs: Path, port: int,
-             host: str = "127.0.0.1") -> str:
+             host: str = "127.0.0.1", jcmd: Path | None = None) -> str:
     """'' when the target started on port survived a burst at `connections` on each of its scenarios
-    and still answers by the contract afterwards; else why not, naming the scenario."""
+    and still answers by the contract afterwards; else why not, naming the scenario (with jcmd, a burst
+    that runs past STUCK_S leaves the JVM's threads, named in the failure)."""
     for name in target.framework.scenarios:
         scenario = SCENARIOS[name]
         burst = f"{name} ({scenario.method} {scenario.path}) at {connections} connections"
@@ -94,7 +132,8 @@ def survives(target: Target, started, settings, connections: int, logs: Path, po
                         duration_s=0, cpus=settings.loadgen_cpus, timeout_s=DRAIN_S, host=host,
                         out_dir=logs / "smoke" / target.slug)
         try:
-            r = driver_registry.get(GENERATOR).run(spec)
+            with _threads_if_stuck(jcmd, started.server.pid, spec.out_dir / f"{name}-threads.txt") as dump:
+                r = driver_registry.get(GENERATOR).run(spec)
         except DriverFailed as e:
             return f"{burst}: load generator failed: {e}"
         try:   # the same wait as a start's
@@ -108,8 +147,8 @@ def survives(target: Target, started, settings, connections: int, logs: Path, po
                                   started.server.log_path)
         failed = _failures(r, connections)
         if failed and not _downstream_answers_only(scenario, r, spec.out_dir, connections):
-            return server_failure(f"{burst}: {failed} of {connections} requests failed",
-                                  started.server.log_path)
+            return _with_threads(server_failure(f"{burst}: {failed} of {connections} requests failed",
+                                                started.server.log_path), dump)
         if not answered:
             return server_failure(f"{burst}: no answer to GET "
                                   f"{target.framework.health_path} within {DRAIN_S:.0f} s after the burst",

@@ -86,7 +86,8 @@ def verify_all(environment: Environment, targets: list[Target], settings: Settin
             survived, ran_on = "", started.server.cpus()
             try:
                 if v.ok and load:
-                    survived = smoke.survives(t, started, settings, load, logs, turn.port, environment.server_host)
+                    survived = smoke.survives(t, started, settings, load, logs, turn.port, environment.server_host,
+                                              environment.jdk.home / "bin" / "jcmd")
             finally:
                 started.stop()
             yield Outcome(t, v.reason if not v.ok else survived, True, time.monotonic() - since,
