@@ -153,48 +153,58 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, x: s
     cells_a, cells_b = _cells(a, x, metrics), _cells(b, x, metrics)
     rows, leads = [], []
     for key in sorted(set(cells_a) | set(cells_b), key=lambda k: (str(k[0]), str(k[1]), k[2])):
-        ca, cb = cells_a.get(key), cells_b.get(key)
-        flags = ",".join(sorted(_flags(ca) | _flags(cb)))
-        newly = sorted((_flags(cb) - _flags(ca)) & set(TARGET_FLAGS)) if ca is not None else []
+        at = (key[0], key[2], key[1])
+        left = "; ".join(f"{side}: {said[at]}" for side, said in (("A", left_a), ("B", left_b)) if at in said)
         for column, metric in enumerate(metrics):
-            # what keeps a worse B from being a regression: every flag but those that only slowed A (on
-            # the metrics they bound), and on B those that only stole from it, where even given back its
-            # stolen time B stays worse
-            better, worse = (bias.truth_better(METRICS[metric].higher_is_better),
-                             bias.truth_worse(METRICS[metric].higher_is_better))
-            held_a, held_b = bias.held(_flags(ca), metric, better), bias.held(_flags(cb), metric, worse)
-            only_slowed_b = bool(held_b) and held_b <= bias.STOLEN and not held_a
-            (va, _, why_a), (vb, failed_b, why_b) = _side(ca, column), _side(cb, column)
-            med_a = float(np.median(va)) if len(va) else math.nan
-            med_b = float(np.median(vb)) if len(vb) else math.nan
-            ratio = med_b / med_a if med_a else math.nan
-            delta = (ratio - 1) * 100
-            lead = judge.lead(vb, va, (noise or {}).get((key[0], metric)), alpha, where=f" of {key[0]} {metric}")
-            note = _note(why_a, why_b, lead)
-            # B broke where A did not: all or some of its repeats failed, or it newly answered errors
-            broke = bool(failed_b and not why_a or newly)
-            if newly:
-                note = "; ".join(w for w in (note, f"newly {', '.join(newly)} in B") if w)
-            worse = -delta if METRICS[metric].higher_is_better else delta
-            # B given back its stolen time, judged as any cell (its p against the family below)
-            best_b = _given_back(cb, metric, cb.figures[:, column]) if only_slowed_b and not note else None
-            back = judge.lead(best_b, va, (noise or {}).get((key[0], metric)), alpha) if best_b is not None else None
-            back_worse = (math.nan if back is None or back.why else
-                          100 * (back.ratio - 1) * (-1 if METRICS[metric].higher_is_better else 1))
+            row, lead = _compared(cells_a.get(key), cells_b.get(key), column, metric,
+                                  (noise or {}).get((key[0], metric)), alpha, f" of {key[0]} {metric}")
+            rows.append({"scenario": key[0], "target": key[1], x: key[2], "metric": metric, "left_out": left, **row})
             leads.append(lead)
-            at = (key[0], key[2], key[1])
-            left = "; ".join(f"{side}: {said[at]}" for side, said in (("A", left_a), ("B", left_b)) if at in said)
-            rows.append({"scenario": key[0], "target": key[1], x: key[2], "metric": metric, "left_out": left,
-                         "a_median": med_a, "a_spread_pct": _spread_pct(va), "a_n": len(va),
-                         "b_median": med_b, "b_spread_pct": _spread_pct(vb), "b_n": len(vb),
-                         "ratio": ratio, "delta_pct": delta, "worse_pct": worse,
-                         "p_value": math.nan if note else lead.p, "check_flags": flags,
-                         "withheld_by": ",".join(sorted(held_a | held_b)),
-                         "given_back_worse_pct": back_worse, "given_back_p": back.p if back and not back.why else math.nan,
-                         "note": note, "broke": broke,
-                         "a_truth": bias.bound(_flags(ca), metric), "b_truth": bias.bound(_flags(cb), metric),
-                         "better_way": better})
-    out = pd.DataFrame(rows)
+    return _judged(pd.DataFrame(rows), leads, alpha)
+
+
+def _compared(ca: _Cell | None, cb: _Cell | None, column: int, metric: str, noise, alpha: float,
+              where: str) -> tuple[dict, judge.Lead]:
+    """One metric of one cell of both runs: its row's figures, flags and note, and the judge's lead of B
+    over A (where: the cell and metric, for the judge's words)."""
+    flags = ",".join(sorted(_flags(ca) | _flags(cb)))
+    newly = sorted((_flags(cb) - _flags(ca)) & set(TARGET_FLAGS)) if ca is not None else []
+    # what keeps a worse B from being a regression: every flag but those that only slowed A (on
+    # the metrics they bound), and on B those that only stole from it, where even given back its
+    # stolen time B stays worse
+    higher = METRICS[metric].higher_is_better
+    better, worse = bias.truth_better(higher), bias.truth_worse(higher)
+    held_a, held_b = bias.held(_flags(ca), metric, better), bias.held(_flags(cb), metric, worse)
+    only_slowed_b = bool(held_b) and held_b <= bias.STOLEN and not held_a
+    (va, _, why_a), (vb, failed_b, why_b) = _side(ca, column), _side(cb, column)
+    med_a = float(np.median(va)) if len(va) else math.nan
+    med_b = float(np.median(vb)) if len(vb) else math.nan
+    ratio = med_b / med_a if med_a else math.nan
+    delta = (ratio - 1) * 100
+    lead = judge.lead(vb, va, noise, alpha, where=where)
+    note = _note(why_a, why_b, lead)
+    # B broke where A did not: all or some of its repeats failed, or it newly answered errors
+    broke = bool(failed_b and not why_a or newly)
+    if newly:
+        note = "; ".join(w for w in (note, f"newly {', '.join(newly)} in B") if w)
+    # B given back its stolen time, judged as any cell (its p against the family, _judged)
+    best_b = _given_back(cb, metric, cb.figures[:, column]) if only_slowed_b and not note else None
+    back = judge.lead(best_b, va, noise, alpha) if best_b is not None else None
+    back_worse = math.nan if back is None or back.why else 100 * (back.ratio - 1) * (-1 if higher else 1)
+    return {"a_median": med_a, "a_spread_pct": _spread_pct(va), "a_n": len(va),
+            "b_median": med_b, "b_spread_pct": _spread_pct(vb), "b_n": len(vb),
+            "ratio": ratio, "delta_pct": delta, "worse_pct": -delta if higher else delta,
+            "p_value": math.nan if note else lead.p, "check_flags": flags,
+            "withheld_by": ",".join(sorted(held_a | held_b)),
+            "given_back_worse_pct": back_worse, "given_back_p": back.p if back and not back.why else math.nan,
+            "note": note, "broke": broke,
+            "a_truth": bias.bound(_flags(ca), metric), "b_truth": bias.bound(_flags(cb), metric),
+            "better_way": better}, lead
+
+
+def _judged(out: pd.DataFrame, leads: list[judge.Lead], alpha: float) -> pd.DataFrame:
+    """compare_runs's rows with what the family of their comparisons decides: Holm's adjusted p, what
+    these repeats could see, the verdict, and whether a side's flags leave the change a bound."""
     if out.empty:
         return out
     # Holm's first step tests at alpha / comparisons: what these repeats can see is sized for it
