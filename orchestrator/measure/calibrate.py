@@ -263,37 +263,57 @@ def command(server_cpus: str | None, loadgen_cpus: str | None, duration: str, ge
     try:
         with quiet_sigterm(), nginx.serving(port, server_cpus, work) as servers:
             for name in names:
-                entry = {"version": tool_version(get(name).executable(), name),
-                         "measured_at": dt.datetime.now().astimezone().isoformat(timespec="seconds"), **common}
                 guess = max((e.get("ceiling_rps", 0) for e in entries.values()), default=0) or 10_000
-                try:
-                    if closed_loop(name):
-                        entry.update(measure(name, servers, port, server_cpus, loadgen_cpus, duration_s, work, guess))
-                        console.print(f"{name}: {entry['ceiling_rps']:,} rps at {entry['concurrency']} connections "
-                                      f"(generator {entry['generator_cpu_pct']:.0f} % of its CPUs, nginx "
-                                      f"{entry['server_cpu_pct']:.0f} %), bound: {entry['bound']}")
-                    if name in drivers_by_kind().get("capacity", ()):
-                        entry.update(open_model(name, servers, port, loadgen_cpus, work, duration_s, console.print))
-                        console.print(_open_line(name, entry))
-                except DriverFailed as e:
-                    entry["error"] = str(e)
-                    console.print(f"[red]{name} failed:[/] {escape(str(e))}", soft_wrap=True)
-                entries[name] = entry
-                path = store(results_dir, host, {name: entry})   # each one kept even if a later one is interrupted
+                entries[name] = _generator(name, servers, port, server_cpus, loadgen_cpus, duration_s, work, guess,
+                                           common, console)
+                path = store(results_dir, host, {name: entries[name]})   # each kept if a later one is interrupted
         if shutil.which("nginx") and downstream.ECHO_MODULE.exists():
-            procs.ensure_port_free(port + 1, "the downstream service")
-            console.print(f"the downstream service (nginx's echo module) on CPU(s) {loadgen_cpus}, wrk on CPU(s) "
-                          f"{server_cpus}")
-            folder = Path(tempfile.mkdtemp(prefix="bench-infra-"))   # as `bench clean` knows the infrastructure's
-            (folder / OWNER_FILE).write_text(procs.Owner.me().mark())
-            try:
-                entry = downstream_ceiling.measure(port + 1, loadgen_cpus, server_cpus, duration_s, folder)
-            finally:
-                shutil.rmtree(folder, ignore_errors=True)
-            path = store(results_dir, host, {}, downstream=entry)
-            console.print(f"downstream: {downstream_ceiling.line(entry)}")
+            path = _downstream(port + 1, server_cpus, loadgen_cpus, duration_s, results_dir, host, console)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    console.print(_table(entries, host, server_cpus, loadgen_cpus))
+    console.print(f"stored in {path}")
+    return not any("error" in e for e in entries.values())
+
+
+def _generator(name: str, servers, port: int, server_cpus: str, loadgen_cpus: str, duration_s: float, work: Path,
+               guess: int, common: dict, console) -> dict:
+    """One generator's entry: its closed-loop ceiling and its open-model one, as it can be driven, or its error."""
+    entry = {"version": tool_version(get(name).executable(), name),
+             "measured_at": dt.datetime.now().astimezone().isoformat(timespec="seconds"), **common}
+    try:
+        if closed_loop(name):
+            entry.update(measure(name, servers, port, server_cpus, loadgen_cpus, duration_s, work, guess))
+            console.print(f"{name}: {entry['ceiling_rps']:,} rps at {entry['concurrency']} connections "
+                          f"(generator {entry['generator_cpu_pct']:.0f} % of its CPUs, nginx "
+                          f"{entry['server_cpu_pct']:.0f} %), bound: {entry['bound']}")
+        if name in drivers_by_kind().get("capacity", ()):
+            entry.update(open_model(name, servers, port, loadgen_cpus, work, duration_s, console.print))
+            console.print(_open_line(name, entry))
+    except DriverFailed as e:
+        entry["error"] = str(e)
+        console.print(f"[red]{name} failed:[/] {escape(str(e))}", soft_wrap=True)
+    return entry
+
+
+def _downstream(port: int, server_cpus: str, loadgen_cpus: str, duration_s: float, results_dir: Path, host: dict,
+                console) -> Path:
+    """The downstream service's ceiling (wrk on the server's CPUs against it on the generator's), stored."""
+    procs.ensure_port_free(port, "the downstream service")
+    console.print(f"the downstream service (nginx's echo module) on CPU(s) {loadgen_cpus}, wrk on CPU(s) {server_cpus}")
+    folder = Path(tempfile.mkdtemp(prefix="bench-infra-"))   # as `bench clean` knows the infrastructure's
+    (folder / OWNER_FILE).write_text(procs.Owner.me().mark())
+    try:
+        entry = downstream_ceiling.measure(port, loadgen_cpus, server_cpus, duration_s, folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    path = store(results_dir, host, {}, downstream=entry)
+    console.print(f"downstream: {downstream_ceiling.line(entry)}")
+    return path
+
+
+def _table(entries: dict[str, dict], host: dict, server_cpus: str, loadgen_cpus: str) -> Table:
+    """The console's table of the generators' ceilings."""
     table = Table("generator", "version", "ceiling rps", "at conc.", "generator CPU %", "nginx CPU %", "bound",
                   "open-model rps",
                   title=f"{machine_key(host)}: nginx on CPU(s) {server_cpus}, generators on CPU(s) {loadgen_cpus}",
@@ -313,6 +333,4 @@ def command(server_cpus: str | None, loadgen_cpus: str | None, duration: str, ge
                       {"server": "server: a lower bound", "neither": "[yellow]neither: machine busy?[/]"}.get(
                           e["bound"], e["bound"]),
                       f"{e['open_ceiling_rps']:,}" if "open_ceiling_rps" in e else "")
-    console.print(table)
-    console.print(f"stored in {path}")
-    return not any("error" in e for e in entries.values())
+    return table
