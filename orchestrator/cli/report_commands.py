@@ -78,22 +78,7 @@ def compare_cmd(run_a: str = typer.Argument(..., help="The baseline run."),
     if differs:
         console.print(f"[yellow]compared anyway (--force), although they differ in {'; '.join(differs)}[/]",
                       soft_wrap=True)
-    table = Table("scenario", "target", "rate" if x == "rate" else "conc", "metric", f"A {dirs[0].name}",
-                  f"B {dirs[1].name}", "delta", "MDE", "needs", "p", "p adj", "verdict", box=box.SIMPLE_HEAD,
-                  pad_edge=False)
-    for _, r in cmp.iterrows():
-        style = VERDICT_STYLE[r["verdict"]]
-        verdict = r["note"] if r["verdict"] in ("?", "broke") else f"{r['bound']} {r['verdict']}".strip()
-        table.add_row(r["scenario"], r["target"], f"{r[x]:g}", r["metric"],
-                      _side(r["a_median"], r["a_spread_pct"], r["a_n"]),
-                      _side(r["b_median"], r["b_spread_pct"], r["b_n"]),
-                      "" if math.isnan(r["delta_pct"]) else f"{r['delta_pct']:+.1f}%",
-                      "" if math.isnan(r["mde_pct"]) else f"{r['mde_pct']:.0f}%", f"{r['needs']}",
-                      "" if math.isnan(r["p_value"]) else f"{r['p_value']:.3f}",
-                      "" if math.isnan(r["p_adjusted"]) else f"{r['p_adjusted']:.3f}",
-                      f"[{style}]{verdict}[/]" + (f" [yellow]⚠ {r['check_flags']}[/]" if r["check_flags"] else "")
-                      + (f" [dim]({r['left_out']})[/]" if r["left_out"] else ""))
-    console.print(table)
+    console.print(_comparison_table(cmp, x, dirs[0].name, dirs[1].name))
     counts = cmp["verdict"].value_counts()
     source = (f"the repeats, and for cells of fewer than {judge.OWN_NOISE} the noise floor of "
               f"{machine_key(metas[0]['host'])} measured on their own scenario and metric"
@@ -120,6 +105,26 @@ def compare_cmd(run_a: str = typer.Argument(..., help="The baseline run."),
     if len(bad):
         raise typer.Exit(1)
     console.print(f"no regression beyond {fail_on_regression:g}%")
+
+
+def _comparison_table(cmp, x: str, name_a: str, name_b: str) -> Table:
+    """compare_runs's rows as the console shows them: a cell's sides, change, what could be seen, verdict."""
+    table = Table("scenario", "target", "rate" if x == "rate" else "conc", "metric", f"A {name_a}",
+                  f"B {name_b}", "delta", "MDE", "needs", "p", "p adj", "verdict", box=box.SIMPLE_HEAD,
+                  pad_edge=False)
+    for _, r in cmp.iterrows():
+        style = VERDICT_STYLE[r["verdict"]]
+        verdict = r["note"] if r["verdict"] in ("?", "broke") else f"{r['bound']} {r['verdict']}".strip()
+        table.add_row(r["scenario"], r["target"], f"{r[x]:g}", r["metric"],
+                      _side(r["a_median"], r["a_spread_pct"], r["a_n"]),
+                      _side(r["b_median"], r["b_spread_pct"], r["b_n"]),
+                      "" if math.isnan(r["delta_pct"]) else f"{r['delta_pct']:+.1f}%",
+                      "" if math.isnan(r["mde_pct"]) else f"{r['mde_pct']:.0f}%", f"{r['needs']}",
+                      "" if math.isnan(r["p_value"]) else f"{r['p_value']:.3f}",
+                      "" if math.isnan(r["p_adjusted"]) else f"{r['p_adjusted']:.3f}",
+                      f"[{style}]{verdict}[/]" + (f" [yellow]⚠ {r['check_flags']}[/]" if r["check_flags"] else "")
+                      + (f" [dim]({r['left_out']})[/]" if r["left_out"] else ""))
+    return table
 
 
 def _side(median: float, spread: float, n: int) -> str:
