@@ -294,38 +294,39 @@ def leaders(summ: pd.DataFrame, metrics: list[str], x: str = "concurrency",
     known = summ.dropna(subset=["scenario", x]).sort_values(["scenario", x], kind="stable")
     for (scenario, level), group in itertools.groupby(known.to_dict("records"), lambda c: (c["scenario"], c[x])):
         records = list(group)
-        excluded = [c for c in records if not c["eligible"]]
         for metric in metrics:
-            m = METRICS[metric]
-            sign = 1 if m.higher_is_better else -1
-            ranked = sorted((c for c in records if c["eligible"] and pd.notna(c[metric])),
-                            key=lambda c: -sign * c[metric])
-            best, runner = (ranked + [None, None])[:2]
-            value = best[metric] if best else np.nan
-            other = runner[metric] if runner else np.nan
-            lead = judge.lead(_values(best, metric), _values(runner, metric), noise.get((scenario, metric)),
-                              where=f" of {scenario} {metric}") if runner else None
-            others = [c for c in excluded if pd.notna(c[metric])]
-            better = [c for c in others if best and sign * (c[metric] - value) > 0]
-            bound = _slowed_bound(better, metric)
-            if bound:
-                # it beat the best clean cell even slowed: judged against it, its figure a bound of the truth
-                best, runner, better = better[0], best, []
-                value, other = best[metric], runner[metric]
-                lead = judge.lead(_values(best, metric), _values(runner, metric), noise.get((scenario, metric)),
-                                  where=f" of {scenario} {metric}")
-            verdict, why = _verdict(best, runner, better, others, metric, lead)
-            if bound:
-                why = f"{why}; {bound}: {best['check_flags']} only slowed {best['target']}"
             rows.append({"scenario": scenario, x: level, "metric": metric,
-                         "best": best["target"] if best else None, "best_value": value,
-                         "runner_up": runner["target"] if runner else None, "runner_up_value": other,
-                         "diff_abs": value - other, "diff_pct": 100 * (value - other) / other if other else np.nan,
-                         "ci_low_pct": 100 * (lead.low - 1) if lead else np.nan,
-                         "ci_high_pct": 100 * (lead.high - 1) if lead else np.nan,
-                         "mde_pct": lead.mde_pct() if lead else np.nan,
-                         "verdict": verdict, "why": why, "tie": verdict == "within noise", "bound": bound,
-                         "left_out": "; ".join(f"{c['target']}: {c['left_out']}" for c in (best, runner)
-                                               if c and c.get("left_out")),
-                         "excluded": ", ".join(c["target"] for c in excluded)})
+                         **_lead_at(records, metric, noise.get((scenario, metric)), f" of {scenario} {metric}")})
     return pd.DataFrame(rows)
+
+
+def _lead_at(records: list[dict], metric: str, floor, where: str) -> dict:
+    """leaders' row for one level and metric: the best eligible cell and its runner-up, the lead between
+    them as the judge decides it, and the cells that were not ranked (see leaders)."""
+    excluded = [c for c in records if not c["eligible"]]
+    sign = 1 if METRICS[metric].higher_is_better else -1
+    ranked = sorted((c for c in records if c["eligible"] and pd.notna(c[metric])), key=lambda c: -sign * c[metric])
+    best, runner = (ranked + [None, None])[:2]
+    value = best[metric] if best else np.nan
+    other = runner[metric] if runner else np.nan
+    lead = judge.lead(_values(best, metric), _values(runner, metric), floor, where=where) if runner else None
+    others = [c for c in excluded if pd.notna(c[metric])]
+    better = [c for c in others if best and sign * (c[metric] - value) > 0]
+    bound = _slowed_bound(better, metric)
+    if bound:
+        # it beat the best clean cell even slowed: judged against it, its figure a bound of the truth
+        best, runner, better = better[0], best, []
+        value, other = best[metric], runner[metric]
+        lead = judge.lead(_values(best, metric), _values(runner, metric), floor, where=where)
+    verdict, why = _verdict(best, runner, better, others, metric, lead)
+    if bound:
+        why = f"{why}; {bound}: {best['check_flags']} only slowed {best['target']}"
+    return {"best": best["target"] if best else None, "best_value": value,
+            "runner_up": runner["target"] if runner else None, "runner_up_value": other,
+            "diff_abs": value - other, "diff_pct": 100 * (value - other) / other if other else np.nan,
+            "ci_low_pct": 100 * (lead.low - 1) if lead else np.nan,
+            "ci_high_pct": 100 * (lead.high - 1) if lead else np.nan,
+            "mde_pct": lead.mde_pct() if lead else np.nan,
+            "verdict": verdict, "why": why, "tie": verdict == "within noise", "bound": bound,
+            "left_out": "; ".join(f"{c['target']}: {c['left_out']}" for c in (best, runner) if c and c.get("left_out")),
+            "excluded": ", ".join(c["target"] for c in excluded)}
