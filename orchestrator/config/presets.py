@@ -140,6 +140,41 @@ def load(name: str, catalog: dict[str, Framework], quick: bool = False) -> Prese
     base, _, part = name.partition(PART)
     doc = _part(_read(base), base, part)
     description = doc.get("description", str)
+    matrix = _matrix(doc, catalog)
+    profile_doc = doc.sub("profile")
+    quick_table = dict(doc.get("quick", dict, {}, nonempty=False)) if quick else {}
+    topology_doc = doc.sub("topology", {})
+    topology_doc.table = _merge(topology_doc.table, quick_table.pop("topology", {}))
+    settings = doc.sub("settings", {})
+    settings.table = _merge(settings.table, quick_table.pop("settings", {}))
+    # the scenarios the quick form covers beside its claims' (default: every scenario of the preset)
+    quick_scenarios = quick_table.pop("scenarios", None)
+    if quick_scenarios is not None:
+        quick_scenarios = Document(doc.path, {"scenarios": quick_scenarios}, "quick.").str_list("scenarios", nonempty=False)
+        unknown = sorted(set(quick_scenarios) - {s for scen in matrix.values() for s in scen})
+        if unknown:
+            doc.fail("quick.scenarios", f"{', '.join(unknown)}: not among the preset's scenarios")
+    topo = topology.from_document(topology_doc, name) if topology_doc.table else None
+    if quick:
+        profile_doc.table = _merge(profile_doc.table, quick_table)
+    profile = profiles.parse(profile_doc, name=f"{name}{' (quick)' if quick else ''}")
+    jvm_modes, starts, heap, cores = _settings(settings)
+    claims = _claims(doc, matrix, catalog)
+    return Preset(name=name, description=description.strip(), scaled=doc.get("scaled", str, "").strip(),
+                  matrix=quick_cover(matrix, claims, quick_scenarios) if quick else matrix, profile=profile,
+                  heap=heap, server_cores=cores,
+                  # the quick form smokes the pipeline: one JVM per target (a fresh one per scenario is
+                  # test_pipeline's to prove, on a JVM that starts in a second, not Spring's 15 s)
+                  fresh_jvm_per_scenario=settings.get("fresh_jvm_per_scenario", bool, False) and not quick,
+                  source=str(doc.path),
+                  # the quick form records only when a claim reads Flight Recorder's evidence (its
+                  # dump, reading and flame graph cost about a second a cell)
+                  jfr=not quick or any(c.get("evidence") in RECORDED for c in claims),
+                  claims=claims, topology=topo, jvm_modes=jvm_modes, starts=starts)
+
+
+def _matrix(doc: Document, catalog: dict[str, Framework]) -> dict[str, list[str]]:
+    """The preset's [[cells]]: each target id -> its scenarios, in the order given."""
     cells = doc.get("cells", list)
     matrix: dict[str, list[str]] = {}
     for i in range(len(cells)):
@@ -158,23 +193,11 @@ def load(name: str, catalog: dict[str, Framework], quick: bool = False) -> Prese
                 group.fail("targets", str(e))
             matrix.setdefault(target.id, [])
             matrix[target.id] += [s for s in scen if s not in matrix[target.id]]
-    profile_doc = doc.sub("profile")
-    quick_table = dict(doc.get("quick", dict, {}, nonempty=False)) if quick else {}
-    topology_doc = doc.sub("topology", {})
-    topology_doc.table = _merge(topology_doc.table, quick_table.pop("topology", {}))
-    settings = doc.sub("settings", {})
-    settings.table = _merge(settings.table, quick_table.pop("settings", {}))
-    # the scenarios the quick form covers beside its claims' (default: every scenario of the preset)
-    quick_scenarios = quick_table.pop("scenarios", None)
-    if quick_scenarios is not None:
-        quick_scenarios = Document(doc.path, {"scenarios": quick_scenarios}, "quick.").str_list("scenarios", nonempty=False)
-        unknown = sorted(set(quick_scenarios) - {s for scen in matrix.values() for s in scen})
-        if unknown:
-            doc.fail("quick.scenarios", f"{', '.join(unknown)}: not among the preset's scenarios")
-    topo = topology.from_document(topology_doc, name) if topology_doc.table else None
-    if quick:
-        profile_doc.table = _merge(profile_doc.table, quick_table)
-    profile = profiles.parse(profile_doc, name=f"{name}{' (quick)' if quick else ''}")
+    return matrix
+
+
+def _settings(settings: Document) -> tuple[tuple[str, ...], tuple[str, ...], str | None, int | None]:
+    """The preset's [settings] (quick's merged in): its JVM modes, starts, heap and server cores."""
     settings.check_keys(("heap", "server_cores", "fresh_jvm_per_scenario", "jvm_modes", "starts"))
     jvm_modes, starts = (tuple(settings.str_list(key, default)) for key, default in
                          (("jvm_modes", ("default",)), ("starts", ("warm",))))
@@ -188,18 +211,7 @@ def load(name: str, catalog: dict[str, Framework], quick: bool = False) -> Prese
         except UsageError as e:
             settings.fail("heap", str(e))
     cores = settings.whole("server_cores") if "server_cores" in settings else None
-    claims = _claims(doc, matrix, catalog)
-    return Preset(name=name, description=description.strip(), scaled=doc.get("scaled", str, "").strip(),
-                  matrix=quick_cover(matrix, claims, quick_scenarios) if quick else matrix, profile=profile,
-                  heap=heap, server_cores=cores,
-                  # the quick form smokes the pipeline: one JVM per target (a fresh one per scenario is
-                  # test_pipeline's to prove, on a JVM that starts in a second, not Spring's 15 s)
-                  fresh_jvm_per_scenario=settings.get("fresh_jvm_per_scenario", bool, False) and not quick,
-                  source=str(doc.path),
-                  # the quick form records only when a claim reads Flight Recorder's evidence (its
-                  # dump, reading and flame graph cost about a second a cell)
-                  jfr=not quick or any(c.get("evidence") in RECORDED for c in claims),
-                  claims=claims, topology=topo, jvm_modes=jvm_modes, starts=starts)
+    return jvm_modes, starts, heap, cores
 
 
 def quick_cover(matrix: dict[str, list[str]], claims: tuple[dict, ...],
