@@ -78,15 +78,7 @@ class Run:
         # executables the run drives (one made on first use is on no PATH)
         self.generators = {driver_registry.info(name).tools[0].executable: driver_registry.get(name).executable()
                            for name in generators(plan.profile)}
-        for leftover in environment.cleanup_leftovers():
-            self.events.notice.fire(text=f"removed a leftover of an earlier run: {leftover}", warning=True)
-        environment.check_ports(targets, shared_infra=infra_mod.load_state() is not None)
-        if plan.profile.rules.needs_open_ceiling:
-            ensure_open_ceiling(plan.profile.driver, s.server_cpus, s.loadgen_cpus, s.port, environment.results_root,
-                                plan.profile.duration_s, plan.profile.resolution,
-                                lambda text: self.events.notice.fire(text=text, warning=False),
-                                plan.profile.rules.open_ceiling_needed(plan.profile))
-        disk_space.check(plan, environment.results_root)
+        self._before_anything_starts(targets)
         meta = store.meta() if (store.dir / "run.json").exists() else self._new_meta(argv, targets)
         todo = plan.todo(targets, store.done())
         failed = 0
@@ -123,16 +115,33 @@ class Run:
             self.events.run_interrupted.fire(kept=len(store.rows), run_dir=store.dir)
             raise
         finally:
-            meta["finished_at"] = dt.datetime.now().isoformat(timespec="seconds")
-            if self.net:
-                meta["network"] = self.net.describe()   # with the probes of every level
-            # each finished target added its threads to the stored parity table (_observe), and each
-            # AOT cache its record (_train)
-            stored = store.meta()
-            meta["parity"] = stored.get("parity") or meta.get("parity", {})
-            if stored.get("aot_caches"):
-                meta["aot_caches"] = stored["aot_caches"]
-            store.write_meta(meta)
+            self._finish_meta(meta)
+
+    def _before_anything_starts(self, targets: list[Target]) -> None:
+        """What must hold before a process starts: no leftover of a killed run, free ports, the open-model
+        generator's ceiling where the profile needs it, and disk space for the plan."""
+        plan, environment, s = self.plan, self.environment, self.plan.settings
+        for leftover in environment.cleanup_leftovers():
+            self.events.notice.fire(text=f"removed a leftover of an earlier run: {leftover}", warning=True)
+        environment.check_ports(targets, shared_infra=infra_mod.load_state() is not None)
+        if plan.profile.rules.needs_open_ceiling:
+            ensure_open_ceiling(plan.profile.driver, s.server_cpus, s.loadgen_cpus, s.port, environment.results_root,
+                                plan.profile.duration_s, plan.profile.resolution,
+                                lambda text: self.events.notice.fire(text=text, warning=False),
+                                plan.profile.rules.open_ceiling_needed(plan.profile))
+        disk_space.check(plan, environment.results_root)
+
+    def _finish_meta(self, meta: dict) -> None:
+        """run.json at the end of execute, however it ended: when, the network's probes, and what the
+        finished targets stored meanwhile (their threads in the parity table, _observe; AOT caches, _train)."""
+        meta["finished_at"] = dt.datetime.now().isoformat(timespec="seconds")
+        if self.net:
+            meta["network"] = self.net.describe()   # with the probes of every level
+        stored = self.store.meta()
+        meta["parity"] = stored.get("parity") or meta.get("parity", {})
+        if stored.get("aot_caches"):
+            meta["aot_caches"] = stored["aot_caches"]
+        self.store.write_meta(meta)
 
     def _busy_warnings(self, meta: dict) -> None:
         """Warn of, and keep in run.json, other processes that burned CPU since the run began."""
