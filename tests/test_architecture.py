@@ -1,7 +1,7 @@
 """The package's shape, as ARCHITECTURE.md states it: stages as subpackages on floors, each importing
 only its own floor and those below (FLOORS), reading results never importing measuring,
 infrastructure or the command line, no import cycles, no import hidden in a function to dodge one, no
-module over 400 lines, every module named in the docs."""
+module over 400 lines nor function over 60 outside the report's layout, every module named in the docs."""
 from __future__ import annotations
 
 import ast
@@ -19,6 +19,10 @@ READING_MAY_IMPORT = (*READING, "orchestrator.config", "orchestrator.core", "orc
 NEVER_FOR_READING = ("orchestrator.cli", "orchestrator.measure", "orchestrator.infra", "orchestrator.targets",
                      "orchestrator.drivers")
 MAX_LINES = 400
+# A function's body, docstring included (a command's signature is its options, counted apart); the report's
+# layout, one section written top to bottom, is exempt
+MAX_BODY_LINES = 60
+LAYOUT = "orchestrator.report"
 # The floors, ground first: a module imports from its own floor and those below it, never above
 FLOORS = (("orchestrator", "orchestrator.errors", "orchestrator.lazy", "orchestrator.core"),
           ("orchestrator.config",), ("orchestrator.results",), ("orchestrator.infra",), ("orchestrator.drivers",),
@@ -128,6 +132,18 @@ def test_no_module_is_over_400_lines():
     long = {str(p.relative_to(ROOT)): n for p in modules().values()
             if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+def test_no_function_outside_the_report_s_layout_is_over_60_lines():
+    long = {}
+    for name, path in modules().items():
+        if name.startswith(LAYOUT):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if (n := node.end_lineno - node.body[0].lineno + 1) > MAX_BODY_LINES:
+                    long[f"{path.relative_to(ROOT)}:{node.name}"] = n
+    assert not long, f"functions over {MAX_BODY_LINES} lines: {long}"
 
 
 def test_every_module_is_named_in_architecture_md():
