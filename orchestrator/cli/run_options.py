@@ -13,7 +13,7 @@ from rich.markup import escape
 from orchestrator.cli.common import check_writable, override_profile, parse_settings, select_targets
 from orchestrator.config import options, presets, profiles, workload
 from orchestrator.config import topology as topology_mod
-from orchestrator.config.modes import JVM_MODES, STARTS, with_modes
+from orchestrator.config.modes import AOT_CACHE, COLD, DEFAULT_JVM, JVM_MODES, STARTS, WARM, with_modes
 from orchestrator.config.plan import Plan
 from orchestrator.config.scenarios import SCENARIOS, parse_list
 from orchestrator.core.schema import percentile_label
@@ -108,12 +108,12 @@ class RunOptions:
                                   chosen, self.jfr, self.topology, self.locust_master, self.downstream_ms,
                                   self.downstream_port)
         jvm_modes = parse_list(self.jvm_mode, list(JVM_MODES), "JVM mode") if self.jvm_mode else \
-            (chosen.jvm_modes if chosen else ("default",))
-        starts = parse_list(self.start, list(STARTS), "start") if self.start else (chosen.starts if chosen else ("warm",))
-        if "cold" in starts and not prof.rules.single_window:
+            (chosen.jvm_modes if chosen else (DEFAULT_JVM,))
+        starts = parse_list(self.start, list(STARTS), "start") if self.start else (chosen.starts if chosen else (WARM,))
+        if COLD in starts and not prof.rules.single_window:
             raise UsageError(f"--start cold meets one window with a JVM that has not warmed up: it needs a profile of "
                              f"one window a cell (throughput, burst or rate), not {prof.kind}")
-        if "aot-cache" in jvm_modes and settings.runtime == "docker" and remote_address():
+        if AOT_CACHE in jvm_modes and settings.runtime == "docker" and remote_address():
             raise UsageError(f"--jvm-mode aot-cache needs the Docker engine on this machine: the one DOCKER_HOST names "
                              f"({remote_address()}) cannot mount the cache the run trains and keeps in its folder here")
         settings = replace(settings, jvm_modes=tuple(jvm_modes), starts=tuple(starts))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from orchestrator import FRAMEWORKS_DIR
 from orchestrator.config.documents import Document
-from orchestrator.config.modes import AOT_TRAINING, MODES, heap_of, is_mode, ordered, slug
+from orchestrator.config.modes import AOT_CACHE, AOT_TRAINING, COLD, DEFAULT_JVM, MODES, heap_of, is_mode, ordered, slug
 from orchestrator.config.parity_fields import PARITY_FIELDS
 from orchestrator.config.scenarios import MANIFEST_SCENARIOS
 from orchestrator.errors import UsageError
@@ -91,11 +91,11 @@ class Target:
 
     @property
     def jvm_mode(self) -> str:
-        return next((m for m in ("aot-cache", AOT_TRAINING) if m in self.modes), "default")
+        return next((m for m in (AOT_CACHE, AOT_TRAINING) if m in self.modes), DEFAULT_JVM)
 
     @property
     def cold(self) -> bool:
-        return "cold" in self.modes
+        return COLD in self.modes
 
     def heap(self, run_heap: str) -> str:
         """Its heap (-Xmx): its heap mode's, else the run's."""

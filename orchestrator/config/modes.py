@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import re
 
-JVM_MODES = ("default", "aot-cache")
-STARTS = ("warm", "cold")
-MODES = ("aot-cache", "cold")
+# Each mode's name, written here only
+DEFAULT_JVM, AOT_CACHE = "default", "aot-cache"
+WARM, COLD = "warm", "cold"
+JVM_MODES = (DEFAULT_JVM, AOT_CACHE)
+STARTS = (WARM, COLD)
+MODES = (AOT_CACHE, COLD)
 HEAP_MODE = re.compile(r"heap-([1-9][0-9]*[mg])")   # a heap of its own, as --heap writes it (512m, 2g)
 # the JVM that trains a target's AOT cache (targets/aot_cache.py): a mode of the orchestrator's own, never
 # asked for in an id nor measured, so that a start carries what it is and no flag need follow it
@@ -29,7 +32,7 @@ def base_id(target_id: str) -> str:
 
 def warm_twin(target_id: str) -> str:
     """The id of the same target in the same JVM mode, warmed up (a cold one's reference)."""
-    return "+".join(m for m in target_id.split("+") if m != "cold")
+    return "+".join(m for m in target_id.split("+") if m != COLD)
 
 
 def is_mode(mode: str) -> bool:
@@ -46,11 +49,11 @@ def heap_of(target_id: str) -> str | None:
     return next((m.group(1) for m in map(HEAP_MODE.fullmatch, target_id.split("+")[1:]) if m), None)
 
 
-def with_modes(matrix: dict[str, list[str] | None], jvm_modes=("default",), starts=("warm",), heaps=()) -> dict:
+def with_modes(matrix: dict[str, list[str] | None], jvm_modes=(DEFAULT_JVM,), starts=(WARM,), heaps=()) -> dict:
     """The matrix with each target once per JVM mode, start and heap (JVM_MODES, STARTS; heaps: none,
     or two or more, each a target of its own): the default mode, the warm start and the run's one heap
     add nothing to the id."""
-    extra = [tuple(m for m in ("aot-cache" if j == "aot-cache" else None, "cold" if s == "cold" else None,
+    extra = [tuple(m for m in (AOT_CACHE if j == AOT_CACHE else None, COLD if s == COLD else None,
                                f"heap-{h}" if len(heaps) > 1 else None) if m)
              for j in jvm_modes for s in starts for h in (heaps if len(heaps) > 1 else (None,))]
     return {"+".join((t, *modes)): scenarios for t, scenarios in matrix.items() for modes in extra}

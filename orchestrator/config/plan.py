@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 from orchestrator.config.catalog import Target, resolve
 from orchestrator.config.mix import build, parts_of
+from orchestrator.config.modes import DEFAULT_JVM, WARM
 from orchestrator.config.profiles import Profile
 from orchestrator.config.scenarios import SCENARIOS, Scenario
 from orchestrator.config.topology import Topology
@@ -49,8 +50,8 @@ class Settings:
     # How each target's JVM starts (modes.JVM_MODES) and meets its load (modes.STARTS): the matrix
     # holds each target once per pair (modes.with_modes); "aot-cache" also logs every JVM's class
     # loading, in both modes alike, so that each row says how many classes came from a cache
-    jvm_modes: tuple[str, ...] = ("default",)
-    starts: tuple[str, ...] = ("warm",)
+    jvm_modes: tuple[str, ...] = (DEFAULT_JVM,)
+    starts: tuple[str, ...] = (WARM,)
     # "ADDRESS:PORT" of this machine that a ramp's Locust workers on other machines (`bench
     # locust-worker`) connect to; None: the workers, if any, start here or on the topology's host
     locust_master: str | None = None

@@ -23,7 +23,7 @@ from orchestrator.config.catalog import Framework, resolve
 from orchestrator.config.claim_fields import RECORDED, check
 from orchestrator.config.claim_fields import targets as claim_targets
 from orchestrator.config.documents import Document
-from orchestrator.config.modes import JVM_MODES, STARTS
+from orchestrator.config.modes import DEFAULT_JVM, JVM_MODES, STARTS, WARM
 from orchestrator.config.profiles import Profile
 from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.errors import UsageError
@@ -48,7 +48,7 @@ class Preset:
     topology: topology.Topology | None = None   # where the study ran its server and database
     jfr: bool = True                     # Flight Recorder on, for its flame graphs and evidence
     jvm_modes: tuple[str, ...] = ("default",)   # how each target's JVM starts (modes.JVM_MODES)
-    starts: tuple[str, ...] = ("warm",)          # and meets its load (modes.STARTS)
+    starts: tuple[str, ...] = (WARM,)          # and meets its load (modes.STARTS)
 
     def settings(self, cpus_given: bool) -> dict:
         """The run settings the study used, for the options the user left out. CPUs go as a pair: a
@@ -200,7 +200,7 @@ def _settings(settings: Document) -> tuple[tuple[str, ...], tuple[str, ...], str
     """The preset's [settings] (quick's merged in): its JVM modes, starts, heap and server cores."""
     settings.check_keys(("heap", "server_cores", "fresh_jvm_per_scenario", "jvm_modes", "starts"))
     jvm_modes, starts = (tuple(settings.str_list(key, default)) for key, default in
-                         (("jvm_modes", ("default",)), ("starts", ("warm",))))
+                         (("jvm_modes", (DEFAULT_JVM,)), ("starts", (WARM,))))
     for key, given, valid in (("jvm_modes", jvm_modes, JVM_MODES), ("starts", starts, STARTS)):
         if set(given) - set(valid):
             settings.fail(key, f"{', '.join(sorted(set(given) - set(valid)))}: valid: {', '.join(valid)}")

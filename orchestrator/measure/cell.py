@@ -11,7 +11,7 @@ from orchestrator.config import driver_registry
 from orchestrator.config.items import CACHE_KEYS
 from orchestrator.config.load import LoadResult, LoadSpec
 from orchestrator.config.mix import parts_of
-from orchestrator.config.modes import slug
+from orchestrator.config.modes import COLD, slug
 from orchestrator.config.plan import Plan
 from orchestrator.core.cpus import cpu_count, parse_cpus, settle
 from orchestrator.core.httpclient import request
@@ -51,7 +51,7 @@ def measure_cell(environment: Environment, started: Started, plan: Plan, base: d
                     concurrency=p.warmup_connections(concurrency), duration_s=p.warmup_s,
                     rate=p.warmup_rate(rate), **environment.load_placement())
     # a cold target meets its load seconds after its first answer (and its verification's few requests)
-    warm = warm_up(0.0 if base.get("start") == "cold" else p.warmup_s, p.warmup_max_s, spec, started.server)
+    warm = warm_up(0.0 if base.get("start") == COLD else p.warmup_s, p.warmup_max_s, spec, started.server)
     load = replace(spec, concurrency=concurrency, duration_s=p.duration_s, requests=p.requests, rate=rate,
                    ramp=p.ramp, out_dir=out_dir)
     base = {**base, "warmup_s": warm.spent_s, "warmup_windows": len(warm.windows)}
@@ -121,7 +121,7 @@ class WarmedUpCell:
         """A cold cell's answers per second of its window, with the server's figures over each (how
         fast the JVM came up to speed: results/starts.py reads it against the warm cell); [] for a
         warm cell, or a driver that keeps no per-request times."""
-        answered = result.answered_per_second() if self.base.get("start") == "cold" else None
+        answered = result.answered_per_second() if self.base.get("start") == COLD else None
         # a rate: the window's last second may be part of one (a burst of 0.6 s is one part-second)
         return [self.second({"t_s": t, "epoch_s": int(result.started_at + t),
                              "rps": n / max(min(1.0, result.duration_s - t), 1e-3)}, sampler, at=result.started_at + t)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from orchestrator.config.modes import AOT_CACHE
 from orchestrator.config.plan import Plan
 from orchestrator.drivers.pacer import RECORD_BYTES
 from orchestrator.errors import BenchError
@@ -56,7 +57,7 @@ def worst_cell(plan: Plan, open_ceiling: float | None) -> dict[str, float]:
     """The largest cell's cell_bytes, with the AOT caches of the run's targets when it trains them."""
     worst = max((cell_bytes(plan, rate, open_ceiling) for _, rate in plan.profile.levels()),
                 key=lambda parts: sum(parts.values()))
-    if "aot-cache" in plan.settings.jvm_modes:
+    if AOT_CACHE in plan.settings.jvm_modes:
         worst["AOT caches"] = AOT_CACHE_BYTES * len(plan.targets)
     return worst
 

@@ -6,6 +6,7 @@ import datetime as dt
 
 from orchestrator.config.catalog import Target
 from orchestrator.config.load import LoadResult
+from orchestrator.config.modes import COLD, WARM
 from orchestrator.config.plan import Plan
 from orchestrator.core.schema import LATENCY_STATS, MiB, latency_column
 from orchestrator.measure.checks import littles_law_ratio
@@ -19,7 +20,7 @@ def identity(plan: Plan, run_id: str, target: Target, repeat: int, scenario: str
     s, p = plan.settings, plan.profile
     return {"run_id": run_id, "started_at": dt.datetime.now().isoformat(timespec="seconds"),
             "target": target.id, "framework": target.framework.name, "variant": target.variant.name,
-            "jvm_mode": target.jvm_mode, "start": "cold" if target.cold else "warm",
+            "jvm_mode": target.jvm_mode, "start": COLD if target.cold else WARM,
             "runtime": s.runtime, "scenario": scenario, "network": network, "network_rtt_ms": network_rtt_ms,
             "driver": p.driver, "profile": p.name,
             "kind": p.kind, "repeat": repeat, "duration_s": p.measured_s(),

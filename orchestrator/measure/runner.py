@@ -19,6 +19,7 @@ from rich.console import Console
 from orchestrator import RESULTS_DIR
 from orchestrator.config import driver_registry
 from orchestrator.config.catalog import Framework, Target, resolve
+from orchestrator.config.modes import AOT_CACHE
 from orchestrator.config.plan import Cell, Plan, pool_env
 from orchestrator.core.cpus import parse_cpus, settle
 from orchestrator.drivers.base import DriverFailed
@@ -192,7 +193,7 @@ class Run:
         else:
             chunks = [cells]
         failed = 0
-        if target.jvm_mode == "aot-cache":
+        if target.jvm_mode == AOT_CACHE:
             try:
                 self._train(target)
             except TargetFailed as e:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 from orchestrator import lazy
-from orchestrator.config.modes import base_id, warm_twin
+from orchestrator.config.modes import AOT_CACHE, COLD, DEFAULT_JVM, JVM_MODES, WARM, base_id, warm_twin
 from orchestrator.results import judge
 
 np = lazy.module("numpy")
@@ -44,7 +44,7 @@ def cold_starts(df: pd.DataFrame, ts: pd.DataFrame | None) -> pd.DataFrame:
     if "start" not in df:
         return pd.DataFrame()
     ok = df[df["status"] == "ok"]
-    cold = ok[ok["start"] == "cold"]
+    cold = ok[ok["start"] == COLD]
     rows = []
     for _, r in cold.iterrows():
         warm = ok[(ok["target"] == warm_twin(r["target"])) & _same_level(ok, r)]
@@ -74,31 +74,31 @@ def jvm_modes(df: pd.DataFrame, ts: pd.DataFrame | None) -> pd.DataFrame:
     MODE_FIGURES as medians of each mode's repeats (the warm cells', time_to_share_s the cold cells'),
     the change with the AOT cache in %, and the judge's verdict on it (judge.lead, as the report
     crowns: "faster"/"slower" only where the change is beyond the repeats' noise)."""
-    if "jvm_mode" not in df or not (df["jvm_mode"] == "aot-cache").any():
+    if "jvm_mode" not in df or not (df["jvm_mode"] == AOT_CACHE).any():
         return pd.DataFrame()
     ok = df[df["status"] == "ok"].assign(base=lambda d: d["target"].map(base_id))
     cold = cold_starts(df, ts)
     rows = []
     for (base, scenario), cell in ok.groupby(["base", "scenario"]):
-        if set(cell["jvm_mode"]) != {"default", "aot-cache"}:
+        if set(cell["jvm_mode"]) != set(JVM_MODES):
             continue
         for figure, higher in MODE_FIGURES.items():
             if figure == "time_to_share_s":
                 mine = cold[(cold["base"] == base) & (cold["scenario"] == scenario)] if len(cold) else cold
-                values = {m: mine.loc[mine["jvm_mode"] == m, figure].dropna().to_numpy() for m in ("default", "aot-cache")} \
+                values = {m: mine.loc[mine["jvm_mode"] == m, figure].dropna().to_numpy() for m in JVM_MODES} \
                     if len(mine) else {}
             else:
-                warm = cell[cell["start"] == "warm"]
-                values = {m: warm.loc[warm["jvm_mode"] == m, figure].dropna().to_numpy() for m in ("default", "aot-cache")}
+                warm = cell[cell["start"] == WARM]
+                values = {m: warm.loc[warm["jvm_mode"] == m, figure].dropna().to_numpy() for m in JVM_MODES}
             if not values or not all(len(v) for v in values.values()):
                 continue
-            lead = judge.lead(values["aot-cache"], values["default"])
-            change = 100 * (np.median(values["aot-cache"]) / np.median(values["default"]) - 1)
+            lead = judge.lead(values[AOT_CACHE], values[DEFAULT_JVM])
+            change = 100 * (np.median(values[AOT_CACHE]) / np.median(values[DEFAULT_JVM]) - 1)
             better = (lead.ratio > 1) == higher
             verdict = ("within noise" if not lead.beyond_noise else "better" if better else "worse") \
                 if not lead.why else lead.why
             rows.append({"target": base, "scenario": scenario, "figure": figure,
-                         "default": float(np.median(values["default"])), "n_default": len(values["default"]),
-                         "aot_cache": float(np.median(values["aot-cache"])), "n_aot_cache": len(values["aot-cache"]),
+                         "default": float(np.median(values[DEFAULT_JVM])), "n_default": len(values[DEFAULT_JVM]),
+                         "aot_cache": float(np.median(values[AOT_CACHE])), "n_aot_cache": len(values[AOT_CACHE]),
                          "change_pct": float(change), "verdict": verdict})
     return pd.DataFrame(rows)

@@ -32,7 +32,7 @@ from typing import Callable
 from orchestrator.config import driver_registry
 from orchestrator.config.catalog import Target
 from orchestrator.config.load import LoadSpec
-from orchestrator.config.modes import AOT_TRAINING, slug
+from orchestrator.config.modes import AOT_CACHE, AOT_TRAINING, slug
 from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.drivers.base import DriverFailed
 from orchestrator.errors import TargetFailed
@@ -72,7 +72,7 @@ def jvm_options(target: Target, run_dir: Path, class_log: Path | None,
         out.append(f"-Xlog:class+load=info:file={path(log)}::filecount=0")
         mounts.append(log)
     training = target.jvm_mode == AOT_TRAINING
-    if training or target.jvm_mode == "aot-cache":
+    if training or target.jvm_mode == AOT_CACHE:
         cache = cache_path(run_dir.absolute(), target)
         folder = Mount(cache.parent, CACHE_INSIDE, writable=training)
         at = f"{path(folder)}/{cache.name}"

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from orchestrator import RESULTS_DIR
 from orchestrator.config.catalog import Framework, Target, discover, resolve
-from orchestrator.config.modes import AOT_TRAINING
+from orchestrator.config.modes import AOT_CACHE, AOT_TRAINING
 from orchestrator.config.plan import Settings, pool_env
 from orchestrator.config.scenarios import Backends
 from orchestrator.config.topology import LOCAL, Topology
@@ -242,7 +242,7 @@ class Environment:
         # container to mount. None for a training run: the child JVM that assembles its cache inherits its options,
         # and would write over it.
         training = target.jvm_mode == AOT_TRAINING
-        class_log = aot_cache.class_log_of(log_path) if "aot-cache" in s.jvm_modes and not training else None
+        class_log = aot_cache.class_log_of(log_path) if AOT_CACHE in s.jvm_modes and not training else None
         if class_log:
             class_log.touch()
         mode_opts, mounts = aot_cache.jvm_options(target, self.run_dir, class_log, self.runtime.path)
