@@ -47,7 +47,7 @@ class Preset:
     claims: tuple[dict, ...] = ()        # the study's claims with the evidence that tests each (claims.py)
     topology: topology.Topology | None = None   # where the study ran its server and database
     jfr: bool = True                     # Flight Recorder on, for its flame graphs and evidence
-    jvm_modes: tuple[str, ...] = ("default",)   # how each target's JVM starts (modes.JVM_MODES)
+    jvm_modes: tuple[str, ...] = (DEFAULT_JVM,)   # how each target's JVM starts (modes.JVM_MODES)
     starts: tuple[str, ...] = (WARM,)          # and meets its load (modes.STARTS)
 
     def settings(self, cpus_given: bool) -> dict:
