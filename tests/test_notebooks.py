@@ -1,4 +1,5 @@
-"""Every notebook runs from top to bottom against the sample run (results/sample, or $BENCH_SAMPLE_RUN)."""
+"""Every notebook runs from top to bottom against its sample run (results/sample, or $BENCH_SAMPLE_RUN; the
+workload's results/sample-workload, or $BENCH_SAMPLE_WORKLOAD_RUN)."""
 from __future__ import annotations
 
 import nbformat
@@ -14,12 +15,12 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
 def test_the_notebooks_are_found():
-    assert {p.name for p in NOTEBOOKS} >= {"overview.ipynb", "compare.ipynb"}
+    assert {p.name for p in NOTEBOOKS} >= {"overview.ipynb", "compare.ipynb", "workload.ipynb"}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs_without_error(path):
-    analysis.sample_run()  # a missing sample fails here, with what to do about it
+    analysis.sample_run("sample-workload" if path.name == "workload.ipynb" else "sample")  # a missing one fails here
     nb = nbformat.read(path, as_version=4)
     assert all(not c.get("outputs") and not c.get("execution_count") for c in nb.cells if c.cell_type == "code"), \
         f"{path.name} is committed with outputs: clear them"

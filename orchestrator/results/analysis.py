@@ -61,9 +61,14 @@ def level_name(df: pd.DataFrame, x: str) -> str:
     return "rate (req/s)" if x == "rate" else x
 
 
-def sample_run() -> Path:
-    """The run the notebooks and tests read by default: results/sample, or the folder in $BENCH_SAMPLE_RUN."""
-    run = Path(os.environ.get("BENCH_SAMPLE_RUN", RESULTS_DIR / "sample"))
+# The committed sample runs the notebooks read by default, each with the variable that points it elsewhere
+SAMPLES = {"sample": "BENCH_SAMPLE_RUN", "sample-workload": "BENCH_SAMPLE_WORKLOAD_RUN"}
+
+
+def sample_run(name: str = "sample") -> Path:
+    """A run the notebooks and tests read by default: results/sample (a workload's: results/sample-workload),
+    or the folder in $BENCH_SAMPLE_RUN ($BENCH_SAMPLE_WORKLOAD_RUN)."""
+    run = Path(os.environ.get(SAMPLES[name], RESULTS_DIR / name))
     if not (run / RUN_JSON).exists() or not (run / MEASUREMENTS).exists():
         raise FileNotFoundError(f"no sample run at {run} ({RUN_JSON} and {MEASUREMENTS} expected): commit a small "
                                 f"real run there, or set BENCH_SAMPLE_RUN to a run folder")
