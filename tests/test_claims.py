@@ -260,3 +260,28 @@ def test_a_lead_holds_when_each_leader_is_ahead_of_each_target_it_leads():
     row = judged(at("spring-webflux:virtual", 120), at("spring-mvc:virtual", 300), at("spring-mvc:coroutines", 100),
                  claim=lead)
     assert row["verdict"] == "does not hold: spring-webflux:virtual ahead of spring-mvc:coroutines"
+
+
+def test_far_more_holds_only_where_the_lead_clears_the_ratio_the_study_s_words_claim():
+    # study 003 at 170 ms: "R2DBC serves far more than JDBC"; here both at the pool's bound, 2 % apart
+    far_more = {"form": "lead", "claim": "Study 003: R2DBC reads serve far more than JDBC.", "scenario": "db-read",
+                "metric": "rps", "targets": ["spring-webflux:reactive"], "over": ["spring-webflux:jdbc-elastic"],
+                "by": 1.5}
+
+    def pair(r2dbc, jdbc):
+        return judged(cell("spring-webflux:reactive", r2dbc, scenario="db-read"),
+                      cell("spring-webflux:jdbc-elastic", jdbc, scenario="db-read"), claim=far_more)
+    bound = [92.2, 92.2, 92.3], [90.7, 90.7, 90.6]
+    row = pair(*bound)
+    assert row["verdict"].startswith("does not hold: spring-webflux:reactive ahead of spring-webflux:jdbc-elastic "
+                                     "(ahead, by ×1.0"), row["verdict"]
+    assert "less than the ×1.5 the study's words claim" in row["verdict"]
+    assert judged(cell("spring-webflux:reactive", bound[0], scenario="db-read"),
+                  cell("spring-webflux:jdbc-elastic", bound[1], scenario="db-read"),
+                  claim={k: v for k, v in far_more.items() if k != "by"})["verdict"] == "holds"   # ahead, by any margin
+    assert pair([300, 303, 297], [100, 101, 99])["verdict"] == "holds"   # ×3: far more
+    row = pair([150, 170, 190], [100, 101, 99])   # ×1.5 to ×1.9 within the noise of three repeats
+    assert row["verdict"].startswith("cannot tell at these repeats: spring-webflux:reactive ahead of "
+                                     "spring-webflux:jdbc-elastic: ahead, but by ×1.5 as the study's words claim"), row
+    assert claim_fields.check({**far_more, "by": 0.9}).startswith("by is an order's or a lead's least ratio")
+    assert claim_fields.check({**far_more, "by": True}).startswith("by is")

@@ -37,8 +37,10 @@ REQUIRED = {"order": ("claim", "scenario", "metric", "targets"),
             "lead": ("claim", "scenario", "metric", "targets", "over"),
             "trend": ("claim", "target", "scenario", "metric", "levels", "shape")}
 # `study`: the study's figure for each target (order; lead: its targets, then those it leads) or level
-# (trend), where the study gives them (some give only a chart and its reading)
-DECIDED_OPTIONAL = ("form", "study", "level", "network", "differs")
+# (trend), where the study gives them (some give only a chart and its reading). `by`: the least ratio the
+# study's words claim for each pair of an order or lead ("far more": by = 1.5), so that a lead of 2 %
+# beyond the noise does not make "far more" hold
+DECIDED_OPTIONAL = ("form", "study", "level", "network", "differs", "by")
 
 
 def check(claim: dict) -> str | None:
@@ -95,6 +97,9 @@ def _check_decided(claim: dict) -> str | None:
         return f"study must list the study's figure for each of the {sides} {'levels' if form == 'trend' else 'targets'}"
     if form == "trend" and claim["shape"] not in SHAPES:
         return f"shape '{claim['shape']}' is not one of {', '.join(SHAPES)}"
+    if "by" in claim and (form == "trend" or isinstance(claim["by"], bool) or not isinstance(claim["by"], (int, float))
+                          or not claim["by"] > 1):
+        return "by is an order's or a lead's least ratio the study's words claim, a number above 1 (far more: 1.5)"
     if "network" in claim and not isinstance(claim["network"], str):
         return f"network must be a level's name, '{NEAREST}' or '{FARTHEST}'"
     return None

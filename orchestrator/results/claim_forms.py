@@ -120,7 +120,7 @@ def _judged(claim: dict, x: str, cells: dict, clean: dict, suffix: str, level) -
                       _ratio(study, i, j) if up else _ratio(study, j, i),
                       *((unflagged[i], unflagged[j]) if up else (unflagged[j], unflagged[i]))) for i, j in ahead]
         steps = None
-    verdict, evidence = decide(pairs, claim["metric"], steps)
+    verdict, evidence = decide(pairs, claim["metric"], steps, by=claim.get("by"))
     here = "; ".join(_here(c, n, claim["metric"]) for c, n in zip(sides, names))
     scenario = claim["scenario"] + (f" ({claim['network']})" if claim.get("network") else "")
     return {"claim": claim["claim"], "here": f"{scenario}{where}: {here}", "verdict": verdict,
@@ -198,8 +198,9 @@ def _given_back(cell: dict, metric: str, truth: str) -> dict | None:
 
 
 def decide(pairs: list[Pair], metric: str, steps: list[float] | None = None,
-           alpha: float = judge.ALPHA) -> tuple[str, str]:
-    """(verdict, evidence) of a claim made of pairs; steps: each pair's ratio in proportion (linear)."""
+           alpha: float = judge.ALPHA, by: float | None = None) -> tuple[str, str]:
+    """(verdict, evidence) of a claim made of pairs; steps: each pair's ratio in proportion (linear); by:
+    the least ratio the study's words claim for each pair, which the pair's interval must clear."""
     judged = [_usable_sides(p, metric) for p in pairs]
     pairs, left_out = [p for p, _ in judged], [why for _, why in judged]
     leads = [judge.lead(_values(p.high, metric), _values(p.low, metric)) if p.high and p.low else None
@@ -236,6 +237,15 @@ def decide(pairs: list[Pair], metric: str, steps: list[float] | None = None,
                 against.append(f"{pair.label} (not in proportion to the levels)")
             elif band is None:
                 open_.append(f"{pair.label}: grows, but in proportion cannot be told at these repeats")
+        elif by:
+            # ahead beyond the noise; by as much as the study's words say, at Holm's strictest step
+            within = judge.lead(_values(pair.high, metric), _values(pair.low, metric), alpha=family)
+            if within.high < by:
+                against.append(f"{pair.label} (ahead, by ×{within.low:.2f} to ×{within.high:.2f}: less than the "
+                               f"×{by:g} the study's words claim)")
+            elif within.low < by:
+                open_.append(f"{pair.label}: ahead, but by ×{by:g} as the study's words claim cannot be told at "
+                             f"these repeats (×{within.low:.2f} to ×{within.high:.2f})")
         said.append(text)
     if against:
         verdict = f"does not hold: {'; '.join(against)}"
