@@ -9,7 +9,7 @@ import threading
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from conftest import PORTS, bench
+from conftest import PORTS, bench, on_a_calm_host
 
 from orchestrator.config import driver_registry
 from orchestrator.config.items import CACHE_CHECK_ID, SEED_ROWS, IdCycle
@@ -123,11 +123,18 @@ def test_each_generator_walks_the_ids_as_the_cycle_says(tmp_path, generator):
 
 
 @pytest.mark.slow
-def test_a_cache_aside_cell_misses_one_request_in_ten_second_by_second(results_dir):
-    r = bench("run", *PORTS, "-f", "vertx:eventloop", "-s", "cache-aside", "-c", "32", "-d", "4s", "--warmup", "1s",
-              "--warmup-max", "1s", "--results-dir", str(results_dir), frameworks=None)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
-    (row,) = results.load(root=results_dir).to_dict("records")
+def test_a_cache_aside_cell_misses_one_request_in_ten_second_by_second(tmp_path):
+    def attempt():
+        where = tmp_path / f"results-{len(list(tmp_path.iterdir()))}"
+        where.mkdir()
+        r = bench("run", *PORTS, "-f", "vertx:eventloop", "-s", "cache-aside", "-c", "32", "-d", "4s", "--warmup", "1s",
+                  "--warmup-max", "1s", "--results-dir", str(where), frameworks=None)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+        (row,) = results.load(root=where).to_dict("records")
+        return row
+    # a second's share is read between Redis's polled counts: a host that stalls the poller or the server
+    # moves lookups across seconds (a rehearsal read 3,466 lookups in 4 s, one second at 14.5 %, 2 % stolen)
+    row = on_a_calm_host(attempt, lambda row: "host-steal" in row["check_flags"], "a cache-aside cell's seconds")
     # enough for every second to count (100 lookups at least); a stealing host once left 4,545 of ~16,000
     assert row["status"] == "ok" and row["requests"] > 2_000, row
     assert abs(row["cache_miss_share"] - 0.1) <= 0.01, row["cache_miss_share"]
