@@ -71,7 +71,7 @@ def sample_run(name: str = "sample") -> Path:
     run = Path(os.environ.get(SAMPLES[name], RESULTS_DIR / name))
     if not (run / RUN_JSON).exists() or not (run / MEASUREMENTS).exists():
         raise FileNotFoundError(f"no sample run at {run} ({RUN_JSON} and {MEASUREMENTS} expected): commit a small "
-                                f"real run there, or set BENCH_SAMPLE_RUN to a run folder")
+                                f"real run there, or set {SAMPLES[name]} to a run folder")
     return run
 
 
