@@ -101,7 +101,8 @@ class WarmedUpCell:
         return sampler.window(result.started_at, result.started_at + result.duration_s, whole_load)
 
     def flags(self, concurrency: int, result: LoadResult, sample: ServerSample) -> list[str]:
-        backends = (off_contract(self.scenario, sample.evidence.per_request(result.requests, result.duration_s))
+        backends = (off_contract(self.scenario, sample.evidence.per_request(result.requests, result.duration_s),
+                                 self._misses_off(sample.evidence, concurrency, result.duration_s))
                     if sample.evidence else [])
         # Little's law ties rps and latency to the clients only in a closed loop of fixed size.
         return (cell_flags(concurrency, result, self.cores, closed_loop=self.profile.rules.closed_loop,
@@ -110,6 +111,12 @@ class WarmedUpCell:
                                           if v is not None), default=None), steal_peak_pct=sample.steal_peak_pct,
                            foreign_pct=sample.server_cpus_foreign_pct)
                 + backends + result.flags + ([] if self.warm.steady else ["not-steady"]))
+
+    def _misses_off(self, evidence, in_flight: int, duration_s: float) -> bool:
+        ids, ttl_s = self.scenario.ids, self.settings.cache_ttl_s
+        # the cache is emptied before the load, and the hot item leaves it once a time to live
+        refills = 1 + (int(duration_s // ttl_s) if ttl_s > 0 else 0)
+        return bool(ids) and evidence.misses_off(ids.miss_share, in_flight, refills)
 
     def row(self, columns: dict, result: LoadResult, sample: ServerSample, flags: list[str]) -> dict:
         started = self.started
