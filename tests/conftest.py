@@ -4,8 +4,10 @@ from __future__ import annotations
 import contextlib
 import gc
 import glob
+import inspect
 import io
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,14 +19,28 @@ from pathlib import Path
 
 import psutil
 import pytest
+from pacer_server import Server
 
 from orchestrator.cli import app
+from orchestrator.cli.run_command import run
+from orchestrator.cli.run_options import RunOptions
 from orchestrator.config import catalog
+from orchestrator.results import analysis
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "frameworks"
 # Ports away from the defaults, so the tests never meet a user's own run or `bench infra up`.
 PORTS = ["--port", "29080", "--redis-port", "29379", "--db-port", "29306", "--downstream-port", "29280"]
+# Where a test lives says which tier runs it: tests/processes/ starts JVMs, Redis, MariaDB, load
+# generators, Docker or Chromium (the slow tier, -m slow); every other folder holds a package's fast tests.
+PROCESSES = ROOT / "tests" / "processes"
+
+
+@pytest.hookimpl(tryfirst=True)   # before -m reads the marks
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if PROCESSES in item.path.parents:
+            item.add_marker(pytest.mark.slow)
 
 
 def bench_env(frameworks: Path | None = FIXTURES, **extra: str) -> dict[str, str]:
@@ -186,3 +202,66 @@ def bench_in_fork(*args: str, frameworks: Path = FIXTURES, env: dict[str, str] |
     err.seek(0)
     return subprocess.CompletedProcess(["bench", *args], os.waitstatus_to_exitcode(done[1]),
                                        out.read().decode(errors="replace"), err.read().decode(errors="replace"))
+
+
+@pytest.fixture(scope="session")
+def run_dir(tmp_path_factory) -> Path:
+    """A copy of the sample run (the committed folder stays as it is) with its report written by the CLI."""
+    sample = analysis.sample_run()
+    root = tmp_path_factory.mktemp("results")
+    shutil.copytree(sample, root / sample.name, ignore=shutil.ignore_patterns("report*", "logs"))
+    r = bench("report", sample.name, "--results-dir", str(root), frameworks=None, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return root / sample.name
+
+
+@pytest.fixture
+def serve():
+    """Starts pacer_server.Server(answer, delay) in the test process; closes each one after the test."""
+    servers = []
+
+    def start(answer, delay=lambda n: 0.0):
+        servers.append(Server(answer, delay))
+        return servers[-1]
+    yield start
+    for s in servers:
+        s.close()
+
+
+# A framework.toml that loads (tests of manifests and of bad files change one field of it)
+VALID = '''
+name = "demo"
+description = "a demo"
+language = "java"
+server = "jdk"
+scenarios = ["plaintext", "json"]
+
+[build]
+command = ["true"]
+artifact = "target/demo.jar"
+
+[start]
+command = ["{java}", "{jvm_opts}", "-jar", "{artifact}"]
+
+[variants.one]
+default = true
+description = "the one"
+env = { A = "b" }
+threads = { "*" = "^VirtualThread", json = "worker" }
+
+[variants.two]
+description = "the other"
+'''
+
+
+def write(tmp_path, text: str, folder: str = "demo"):
+    d = tmp_path / folder
+    d.mkdir(exist_ok=True)
+    (d / "framework.toml").write_text(text)
+    return d / "framework.toml"
+
+
+def asked(**given) -> RunOptions:
+    """RunOptions as `bench run` makes them when only `given` is on its command line."""
+    defaults = {name: p.default.default for name, p in inspect.signature(run).parameters.items()}
+    return RunOptions(**{**defaults, **given})

@@ -24,7 +24,7 @@ class IdCycle:
     VUs) are one stream each; wrk's threads and Locust's users, which a closed loop keeps equally busy,
     are a stream each, from offsets spread over the cycle (offset()), so that together they walk it as
     one stream would. The generators compute path(k) in their own language (wrk's Lua, k6's JavaScript,
-    pacer's C; Locust calls this class); tests/test_cache_aside.py holds each to it."""
+    pacer's C; Locust calls this class); tests/processes/test_cache_aside_end_to_end.py holds each to it."""
     prefix: str     # the path up to the id
     hot: int
     every: int

@@ -221,7 +221,7 @@ def quick_cover(matrix: dict[str, list[str]], claims: tuple[dict, ...],
     serves it, else on the target that serves the most of those still missing (the first on a tie).
     Every claim is judged, in as few JVMs as that allows: the quick form is a smoke of the preset's
     pipeline. That every target starts, passes verification and survives load on every scenario it
-    declares is the load smoke's to show (tests/test_frameworks.py), not each preset's."""
+    declares is the load smoke's to show (tests/processes/test_frameworks_end_to_end.py), not each preset's."""
     kept: dict[str, set[str]] = {t: set() for t in matrix}
     # an explanation's evidence is the quick form's to smoke; an order or a trend needs every target
     # and level at full repeats, which a smoke has not (their judge is tested on made-up repeats)

@@ -9,7 +9,7 @@ equally noisy, and with equal noise its interval is a little conservative at 2-3
 the side to err on. A bootstrap of the median (the rule before) takes three values with 2 repeats,
 so two ranges that did not overlap were crowned: 31.5 % false crowns at 2 + 2 repeats and 10 % at
 3 + 3 between identical targets. This rule's rates, simulated through `analysis.leaders` and
-`compare.compare_runs` (tests/test_judge.py), stay under 5 % at 2, 3 and 5 repeats a side.
+`compare.compare_runs` (tests/results/test_judge.py), stay under 5 % at 2, 3 and 5 repeats a side.
 
 Noise lives where it was measured. A side with OWN_NOISE or more repeats is judged by its own spread
 alone. With fewer, the machine's noise floor (`bench noise`) may widen it, never narrow it, and only

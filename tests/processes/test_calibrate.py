@@ -1,0 +1,110 @@
+"""`bench calibrate`: real nginx, real wrk and k6, a calibration.json the rest of the harness reads."""
+from __future__ import annotations
+
+import glob
+import json
+import signal
+import socket
+
+import psutil
+from conftest import bench, owned, start_bench, wait_for, work_dirs_of
+
+from orchestrator.infra.hostinfo import host_info
+from orchestrator.measure import calibrate, ceilings
+from orchestrator.measure.checks import near_ceiling
+
+PORT = "29180"
+
+
+def calibration_nginx() -> list[str]:
+    """nginx processes a calibration started (their command line names its temp folder)."""
+    found = []
+    for p in psutil.process_iter(["name", "cmdline"]):
+        if p.info["name"] == "nginx" and "bench-calibrate-" in " ".join(p.info["cmdline"] or []):
+            found.append(f"pid {p.pid}")
+    return found
+
+
+def test_calibrate_stores_ceilings_and_leaves_nothing_running(results_dir):
+    # wrk only: k6's closed loop is the same measurement with another driver (test_profiles runs k6
+    # closed), and pacer's open-model ceiling is measured, stored and checked by the capacity-at-slo
+    # preset's run (test_presets), which has none and must measure it first
+    r = bench("calibrate", "--duration", "2s", "--generators", "wrk", "--port", PORT,
+              "--results-dir", str(results_dir), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "wrk: " in r.stdout      # a progress line per generator
+    assert calibration_nginx() == []
+
+    doc = json.loads((results_dir / ceilings.FILE).read_text())
+    (record,) = doc["machines"].values()
+    e = record["generators"]["wrk"]
+    assert e["ceiling_rps"] > 0 and e["concurrency"] in calibrate.LEVELS
+    assert e["bound"] in ("server", "generator", "neither")
+    assert e["version"] and e["server"].startswith("nginx")
+    assert (e["server_cpus"], e["loadgen_cpus"]) == ("1", "0")
+    assert e["generator_cpu_pct"] > 0 and e["server_cpu_pct"] > 0
+    assert "open_ceiling_rps" not in e   # wrk runs no arrival rates
+    # the downstream service, on the generator's CPU with wrk on the server's: its calls a second with no
+    # delay and with the default one, none of them early
+    d = record["downstream"]
+    assert "downstream: 0 ms delay at 256 connections" in " ".join(r.stdout.split())
+    assert [(lv["delay_ms"], lv["connections"]) for lv in d["levels"]] == [(0, 256), (20, 1024)]
+    assert d["ceiling_rps"] > 0 and all(lv["errors"] == 0 for lv in d["levels"])
+    assert d["levels"][1]["p50_ms"] >= 20 and d["downstream_cpus"] == "0"
+
+    found = ceilings.ceilings(results_dir=results_dir)
+    assert set(found) == {"wrk"}
+    for ceiling in found.values():
+        assert near_ceiling(0.81 * ceiling, ceiling)
+        assert not near_ceiling(0.79 * ceiling, ceiling)
+    assert not near_ceiling(1e9, found.get("h2load"))   # not calibrated: never near
+    # a ceiling measured with the generator on other CPUs is not this pinning's bar
+    assert ceilings.ceilings(results_dir=results_dir, loadgen_cpus="0") == found
+    assert ceilings.ceilings(results_dir=results_dir, loadgen_cpus="0,1") == {}
+
+
+def test_not_calibrated_is_empty(tmp_path):
+    assert ceilings.ceilings(results_dir=tmp_path) == {}
+
+
+def test_unknown_generator_is_one_line_and_exit_2(results_dir):
+    r = bench("calibrate", "--generators", "wrk,ab", "--port", PORT, "--results-dir", str(results_dir))
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1 and "'ab'" in r.stderr
+    assert not (results_dir / ceilings.FILE).exists()
+
+
+def test_busy_port_is_one_line_and_exit_2(results_dir):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", int(PORT) + 1))
+        s.listen()
+        r = bench("calibrate", "--generators", "wrk", "--port", str(int(PORT) + 1), "--results-dir", str(results_dir))
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1 and "in use" in r.stderr
+    assert calibration_nginx() == []
+
+
+def test_a_killed_calibration_leaves_nothing_after_bench_clean(results_dir):
+    run = start_bench("calibrate", "--duration", "5s", "--generators", "wrk", "--port", str(int(PORT) + 2),
+                      "--results-dir", str(results_dir))
+    wait_for(lambda: owned(run.pid, "wrk"), 120, "the calibration's load")
+    work = work_dirs_of(run.pid, "bench-calibrate-*")
+    assert len(work) == 1
+    run.send_signal(signal.SIGKILL)
+    run.wait(timeout=30)
+    wait_for(lambda: calibration_nginx() == [], 30, "nginx to end with its orchestrator")   # PR_SET_PDEATHSIG
+    r = bench("clean")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not glob.glob(work[0]) and work[0] in r.stdout
+
+
+def test_an_open_model_ceiling_joins_an_entry_of_the_same_pinning_and_replaces_one_of_another(tmp_path):
+    host = host_info()
+    ceilings.store(tmp_path, host, {"k6": {"ceiling_rps": 30_000, "loadgen_cpus": "0"}})
+    ceilings.store(tmp_path, host, {"k6": {"open_ceiling_rps": 5_000, "loadgen_cpus": "0"}}, merge=True)
+    assert ceilings.ceilings(results_dir=tmp_path, loadgen_cpus="0") == {"k6": 30_000}
+    assert ceilings.ceilings(results_dir=tmp_path, loadgen_cpus="0", key="open_ceiling_rps") == {"k6": 5_000}
+    # measured with k6 on other CPUs: the closed-loop figure of CPU 0 must not pass for theirs
+    ceilings.store(tmp_path, host, {"k6": {"open_ceiling_rps": 7_000, "loadgen_cpus": "0-1"}}, merge=True)
+    assert ceilings.ceilings(results_dir=tmp_path, loadgen_cpus="0-1") == {}
+    assert ceilings.ceilings(results_dir=tmp_path, loadgen_cpus="0-1", key="open_ceiling_rps") == {"k6": 7_000}

@@ -1,0 +1,56 @@
+"""Every target of every framework in the repo starts, passes verification against real Redis and
+MariaDB (every scenario's answer and its thread model, the `threads` patterns of its
+framework.toml), and survives the load the studies put on a target: a burst of 1,000 requests on
+1,000 connections at once on every scenario it declares, every one answered, then verification
+again (the load smoke, `bench verify --load`).
+
+One `bench verify` does it all, in one JVM per target, as a user would run it; the bursts are short
+and cold, so they prove survival and the contract after load, not a figure. A target that fails is
+named with its reason (for a dead one, the cause its log gives)."""
+from __future__ import annotations
+
+import re
+
+from conftest import ROOT
+
+from orchestrator.config.catalog import discover
+
+
+def test_every_variant_declares_its_thread_model():
+    for fw in discover().values():   # a gateway's patterns match its own thread (X-Gateway-Thread)
+        for v in fw.variants.values():
+            assert v.threads.get("*") or all(v.threads.get(s) for s in fw.scenarios), \
+                f"{fw.name}:{v.name} does not say which threads serve it"
+
+
+def test_every_target_declares_its_limits_for_the_parity_table():
+    from orchestrator.config.catalog import PARITY_FIELDS
+    for fw in discover().values():
+        for v in fw.variants.values():
+            declared = {**fw.parity, **v.parity}
+            assert set(declared) == set(PARITY_FIELDS), f"{fw.name}:{v.name} declares {sorted(declared)}"
+        # what picks its library versions, in words: the numbers are the ones Maven resolved
+        assert fw.versions and not re.search(r"\d+\.\d+", fw.versions), f"{fw.name}: versions = {fw.versions!r}"
+
+
+def test_contract_md_s_scenario_table_and_the_scenarios_say_the_same():
+    """Each row of CONTRACT.md's scenario table is a scenario of config/scenarios.py with the same request
+    and status, and each scenario with an endpoint of its own has its row (sleep-1s loads sleep's)."""
+    from orchestrator.config.scenarios import SCENARIOS
+    text = (ROOT / "frameworks" / "CONTRACT.md").read_text()
+    table = text.split("| scenario | request | response |\n|---|---|---|\n", 1)[1].split("\n\n", 1)[0]
+    rows = {}
+    for line in table.splitlines():
+        name, request, response = (cell.strip() for cell in line.strip("|").split("|", 2))
+        rows[name] = (re.match(r"`([^`]+)`", request).group(1), response)
+    assert set(rows) == {s.name for s in SCENARIOS.values() if not s.endpoint}, sorted(rows)
+    for name, (request, response) in rows.items():
+        s = SCENARIOS[name]
+        assert request == f"{s.method} {s.path}", (name, request)
+        # "as `cpu`, ...; the same response", or a gateway's "forwards `/json` ... and returns its response"
+        like = re.match(r"as `([\w-]+)`", response)
+        forwarded = re.match(r"forwards `(/[^`]+)`", response)
+        like = SCENARIOS[like.group(1)] if like else \
+            next((o for o in SCENARIOS.values() if forwarded and o.path == forwarded.group(1)), None)
+        assert re.search(rf"\b{s.status}\b", response) or (like and like.status == s.status), \
+            (name, s.status, response)
