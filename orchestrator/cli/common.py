@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-import typer
 from rich.console import Console
 
+from orchestrator.cli.option_table import DEFAULTS, Given
 from orchestrator.config import options, profiles
 from orchestrator.config import topology as topology_mod
 from orchestrator.config.catalog import discover, select
@@ -23,31 +23,6 @@ from orchestrator.targets.runtimes import RUNTIMES
 # A terminal's own width. Piped output (CI logs, files) gets lines long enough for a result line
 # instead of 80 columns, unless COLUMNS asks for a width.
 console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else 160)
-FrameworkOpt = typer.Option(None, "--framework", "-f", help="Framework(s), comma-separated, or framework:variant.")
-VariantOpt = typer.Option(None, "--variant", "-v", help="Variant(s), comma-separated (default: all).")
-# The settings' defaults, written once (config/plan.py's Settings); the options below show them
-DEFAULTS = Settings()
-ServerCpus = typer.Option(None, "--server-cpus", help=f"CPUs for the target (taskset list; default {DEFAULTS.server_cpus}).")
-LoadgenCpus = typer.Option(None, "--loadgen-cpus", help="CPUs for the load generator and the infrastructure "
-                           f"(default {DEFAULTS.loadgen_cpus}).")
-HeapOpt = typer.Option(None, "--heap", help=f"JVM heap, -Xms = -Xmx (default {DEFAULTS.heap}).")
-PortOpt = typer.Option(DEFAULTS.port, "--port", help="Port of the target (a gateway's backend gets port + 1).")
-RedisPortOpt = typer.Option(DEFAULTS.redis_port, "--redis-port", help="Port of the run's Redis.")
-DbPortOpt = typer.Option(DEFAULTS.db_port, "--db-port", help="Port of the run's MariaDB.")
-RuntimeOpt = typer.Option(DEFAULTS.runtime, "--runtime", help="Where targets and infrastructure run: process or docker.")
-MemoryOpt = typer.Option(DEFAULTS.memory, "--memory", help="docker: the memory limit of a target's container (swap included).")
-OfflineOpt = typer.Option(False, "--offline", help="docker: never try to pull; bootstrap missing base images locally.")
-DbPoolOpt = typer.Option(16, "--db-pool-size", envvar="DB_POOL_SIZE", help="Database connections of every "
-                         "target, i.e. statements in flight (CONTRACT.md; default 16).")
-RedisPoolOpt = typer.Option(16, "--redis-pool-size", envvar="REDIS_POOL_SIZE", help="Redis connections of every "
-                            "pooled client, i.e. commands in flight (CONTRACT.md; default 16).")
-DownstreamPortOpt = typer.Option(downstream_api.DEFAULT_PORT, "--downstream-port",
-                                 help="Port of the run's downstream service (nginx).")
-DownstreamMsOpt = typer.Option(None, "--downstream-ms", help="What the downstream service waits before "
-                                "each answer, the delay of fan-out's calls (CONTRACT.md; default 20).")
-StartTimeoutOpt = typer.Option("120s", "--start-timeout", help="How long a target may take to answer its health path.")
-
-
 def select_targets(framework: Optional[str], variant: Optional[str], catalog=None):
     catalog = catalog or discover()
     frameworks = [f.strip() for f in framework.split(",")] if framework else None
@@ -55,11 +30,13 @@ def select_targets(framework: Optional[str], variant: Optional[str], catalog=Non
     return select(catalog, frameworks, variants)
 
 
-def parse_settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime="process", memory="1g",
-              offline=False, start_timeout="120s", db_pool_size=16, redis_pool_size=16, timeout="30s",
-              fresh_jvm_per_scenario=None, preset=None, jfr=None, topology=None, locust_master=None,
-              downstream_ms=None, downstream_port=downstream_api.DEFAULT_PORT) -> Settings:
-    """The options as Settings; those left out take the preset's value, else the default."""
+def parse_settings(given: Given, preset=None, heap: str | None = None) -> Settings:
+    """The options as Settings (`given`: a command's from option_table, which may leave any out); those left
+    out take the preset's value, else the settings' default. heap: the one of several --heap values."""
+    def asked(name: str, default=None):
+        value = getattr(given, name, None)
+        return default if value is None else value
+    runtime, topology, locust_master = asked("runtime", DEFAULTS.runtime), asked("topology"), asked("locust_master")
     topo = topology_mod.load(topology) if topology else preset.topology if preset else None
     if locust_master:
         locust_master = "%s:%d" % options.locust_master(locust_master)
@@ -70,29 +47,33 @@ def parse_settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, r
                              f"--runtime process")
         if os.geteuid() != 0:
             raise UsageError(f"topology {topo.name} creates network namespaces, which needs root")
+    server_cpus, loadgen_cpus = asked("server_cpus"), asked("loadgen_cpus")
     chosen = preset.settings(cpus_given=bool(server_cpus or loadgen_cpus)) if preset else {}
-    server_cpus = server_cpus or chosen.get("server_cpus")
-    loadgen_cpus = loadgen_cpus or chosen.get("loadgen_cpus")
-    heap = heap or chosen.get("heap")
-    fresh = chosen.get("fresh_jvm_per_scenario", False) if fresh_jvm_per_scenario is None else fresh_jvm_per_scenario
-    jfr = chosen.get("jfr", False) if jfr is None else jfr
-    downstream_ms = chosen.get("downstream_ms", downstream_api.DEFAULT_MS) if downstream_ms is None else downstream_ms
+    server_cpus = server_cpus or chosen.get("server_cpus") or DEFAULTS.server_cpus
+    loadgen_cpus = loadgen_cpus or chosen.get("loadgen_cpus") or DEFAULTS.loadgen_cpus
+    heap = heap or asked("heap") or chosen.get("heap") or DEFAULTS.heap
+    fresh = asked("fresh_jvm_per_scenario", chosen.get("fresh_jvm_per_scenario", False))
+    downstream_ms = asked("downstream_ms", chosen.get("downstream_ms", DEFAULTS.downstream_ms))
     if not 0 <= downstream_ms <= downstream_api.MAX_MS:
         raise UsageError(f"--downstream-ms must be 0 to {downstream_api.MAX_MS:,}, not {downstream_ms}")
     if runtime not in RUNTIMES:
         raise UsageError(f"unknown runtime '{runtime}'; valid: {', '.join(RUNTIMES)}") from None
-    return Settings(runtime=runtime, memory=options.memory(memory), offline=offline,
-                    start_timeout_s=options.duration(start_timeout, "--start-timeout"),
-                    request_timeout_s=options.duration(timeout, "--timeout"), fresh_jvm_per_scenario=fresh, jfr=jfr,
+    return Settings(runtime=runtime, memory=options.memory(asked("memory", DEFAULTS.memory)),
+                    offline=asked("offline", DEFAULTS.offline),
+                    start_timeout_s=options.duration(asked("start_timeout", f"{DEFAULTS.start_timeout_s:g}s"),
+                                                     "--start-timeout"),
+                    request_timeout_s=options.duration(asked("timeout", f"{DEFAULTS.request_timeout_s:g}s"), "--timeout"),
+                    fresh_jvm_per_scenario=fresh, jfr=asked("jfr", chosen.get("jfr", DEFAULTS.jfr)),
                     topology=topo.to_dict() if topo and not topo.single_host else None, locust_master=locust_master,
-                    server_cpus=options.cpu_list(server_cpus or DEFAULTS.server_cpus, "--server-cpus"),
-                    loadgen_cpus=options.cpu_list(loadgen_cpus or DEFAULTS.loadgen_cpus, "--loadgen-cpus"),
-                    heap=options.heap(heap or DEFAULTS.heap), port=options.port(port, "--port"),
-                    redis_port=options.port(redis_port, "--redis-port"),
-                    db_port=options.port(db_port, "--db-port"), downstream_ms=downstream_ms,
-                    downstream_port=options.port(downstream_port, "--downstream-port"),
-                    db_pool_size=options.pool_size(db_pool_size, "--db-pool-size"),
-                    redis_pool_size=options.pool_size(redis_pool_size, "--redis-pool-size"))
+                    server_cpus=options.cpu_list(server_cpus, "--server-cpus"),
+                    loadgen_cpus=options.cpu_list(loadgen_cpus, "--loadgen-cpus"),
+                    heap=options.heap(heap), port=options.port(asked("port", DEFAULTS.port), "--port"),
+                    redis_port=options.port(asked("redis_port", DEFAULTS.redis_port), "--redis-port"),
+                    db_port=options.port(asked("db_port", DEFAULTS.db_port), "--db-port"), downstream_ms=downstream_ms,
+                    downstream_port=options.port(asked("downstream_port", DEFAULTS.downstream_port), "--downstream-port"),
+                    db_pool_size=options.pool_size(asked("db_pool_size", DEFAULTS.db_pool_size), "--db-pool-size"),
+                    redis_pool_size=options.pool_size(asked("redis_pool_size", DEFAULTS.redis_pool_size),
+                                                      "--redis-pool-size"))
 
 
 def check_workers_elsewhere(runtime: str, topo) -> None:
@@ -107,18 +88,22 @@ def check_workers_elsewhere(runtime: str, topo) -> None:
                          f"choose one")
 
 
-def override_profile(prof: profiles.Profile, concurrency, rate, requests, workers, warmup, warmup_max, duration,
-              repeat, slo=None) -> profiles.Profile:
-    """The profile with the command line's options, parsed (the profile checks what applies to it)."""
+def override_profile(prof: profiles.Profile, given: Given, slo: str | None = None) -> profiles.Profile:
+    """The profile with the command line's options (`given`, which may leave any out), parsed (the profile
+    checks what applies to it); slo: the objective, when a workload rather than --slo gives it."""
+    def asked(name: str):
+        return getattr(given, name, None)
+    concurrency, rate, requests, workers = asked("concurrency"), asked("rate"), asked("requests"), asked("workers")
+    warmup, warmup_max, duration, slo = asked("warmup"), asked("warmup_max"), asked("duration"), slo or asked("slo")
     if requests is not None and not 1 <= requests <= 10_000_000:
         raise UsageError(f"--requests {requests} must be from 1 to 10,000,000")
     if workers is not None and not 0 <= workers <= 64:
         raise UsageError(f"--workers {workers} must be from 0 to 64")
     return prof.with_overrides(
-        concurrency=tuple(options.positive_ints(concurrency, "--concurrency", profiles.MAX_CONNECTIONS))
+        concurrency=tuple(options.positive_ints(str(concurrency), "--concurrency", profiles.MAX_CONNECTIONS))
         if concurrency else None,
         rates=tuple(options.positive_ints(rate, "--rate", 1_000_000)) if rate else None,
-        requests=requests, workers=workers, repeat=repeat, slo=parse_slo(slo) if slo else None,
+        requests=requests, workers=workers, repeat=asked("repeat"), slo=parse_slo(slo) if slo else None,
         warmup_s=options.duration(warmup, "--warmup", allow_zero=True) if warmup else None,
         warmup_max_s=options.duration(warmup_max, "--warmup-max") if warmup_max else None,
         duration_s=options.duration(duration, "--duration") if duration else None)

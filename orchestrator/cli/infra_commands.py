@@ -4,27 +4,14 @@ crashed runs left, lend this machine's cores to another's run, and measure each 
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 from typing import Optional
 
 import typer
 from rich import box
 from rich.table import Table
 
-from orchestrator import RESULTS_DIR
-from orchestrator.cli.common import (
-    DEFAULTS,
-    DbPortOpt,
-    DownstreamMsOpt,
-    DownstreamPortOpt,
-    LoadgenCpus,
-    OfflineOpt,
-    RedisPortOpt,
-    RuntimeOpt,
-    ServerCpus,
-    console,
-    parse_settings,
-)
+from orchestrator.cli.common import console, parse_settings
+from orchestrator.cli.option_table import Given, takes
 from orchestrator.config import options
 from orchestrator.drivers import locust_worker
 from orchestrator.errors import UsageError
@@ -37,23 +24,21 @@ from orchestrator.targets import images as images_mod
 from orchestrator.targets.jdk import find_jdk
 
 
-def infra_up(loadgen_cpus: str = LoadgenCpus, redis_port: int = RedisPortOpt, db_port: int = DbPortOpt,
-             downstream_port: int = DownstreamPortOpt, downstream_ms: Optional[int] = DownstreamMsOpt,
-             runtime: str = RuntimeOpt, offline: bool = OfflineOpt) -> None:
+@takes("infra up")
+def infra_up(*, given: Given) -> None:
     """Start Redis, MariaDB and the downstream service and leave them running for later commands."""
     if infra_mod.load_state():
         console.print("infrastructure is already up (`bench infra status`)")
         return
     run_lock.ensure_free()
-    settings = parse_settings(DEFAULTS.server_cpus, loadgen_cpus, DEFAULTS.heap, DEFAULTS.port, redis_port, db_port,
-                              runtime, DEFAULTS.memory, offline,
-                              downstream_ms=downstream_ms, downstream_port=downstream_port)
+    settings = parse_settings(given)
+    runtime = settings.runtime
     images = {}
     if runtime == "docker":
         if remote_address():
             raise UsageError(f"DOCKER_HOST names another machine's engine ({remote_address()}): Redis and MariaDB "
                              f"for a run stay on this machine; start them with --runtime process")
-        bases = images_mod.bases(find_jdk(), offline, console.print)
+        bases = images_mod.bases(find_jdk(), settings.offline, console.print)
         images = {"redis": bases.redis, "mariadb": bases.mariadb}
     infra = infra_mod.start(settings.redis_port, settings.db_port, settings.loadgen_cpus, outlive=True,
                             runtime=runtime, images=images, downstream_port=settings.downstream_port,
@@ -87,9 +72,10 @@ def infra_status() -> None:
                   f"data {infra.data_dir}")
 
 
-def images_bootstrap(offline: bool = OfflineOpt) -> None:
+@takes("images bootstrap")
+def images_bootstrap(*, given: Given) -> None:
     """Make the base images that are missing (Debian by debootstrap, a JRE by jlink, Redis, MariaDB)."""
-    bases = images_mod.bases(find_jdk(), offline, console.print)
+    bases = images_mod.bases(find_jdk(), given.offline, console.print)
     console.print(f"bases: {bases.debian}, {bases.jre}, {bases.redis}, {bases.mariadb}")
 
 
@@ -101,6 +87,7 @@ def images_list() -> None:
     console.print(table)
 
 
+@takes("locust-worker")
 def locust_worker_cmd(
         master: str = typer.Option(..., "--master", help="ADDRESS[:PORT] the run's machine gave as --locust-master "
                                    "(default port 5557)."),
@@ -108,15 +95,14 @@ def locust_worker_cmd(
                                       "most)."),
         cpus: Optional[str] = typer.Option(None, "--cpus", help="CPUs for the workers (taskset list; default: any)."),
         idle: str = typer.Option("30m", "--idle", help="Stop after this long without a master."),
-        results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir", help="Its logs go to "
-                                         "locust-worker/<time>/ in here.")) -> None:
+        *, given: Given) -> None:
     """Locust workers on this machine for a run on another one (`bench run --locust-master`): they load
     its targets for each cell's master, until Ctrl-C or --idle without a master."""
     address, port = options.ipv4_and_port(master, "--master")   # its workers' connections are known by it
     if processes < 1:
         raise UsageError("--processes must be 1 or more")
     cpus = options.cpu_list(cpus, "--cpus") if cpus else None
-    logs = results_dir / "locust-worker" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    logs = given.results_dir / "locust-worker" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     with interrupts.quiet_sigterm():
         locust_worker.serve(address, port, processes, cpus, options.duration(idle, "--idle"), logs, console.print)
 
@@ -132,14 +118,13 @@ def clean() -> None:
     console.print(f"{len(removed)} leftovers removed")
 
 
-def calibrate_cmd(server_cpus: Optional[str] = ServerCpus, loadgen_cpus: Optional[str] = LoadgenCpus,
-                  duration: str = typer.Option("5s", "--duration", "-d", help="Each measured window."),
-                  generators: Optional[str] = typer.Option(None, "--generators", help="Comma-separated "
-                                                           "(default: every installed one; k6 is built first if Go is there)."),
-                  port: int = typer.Option(18080, "--port", help="Port of the calibration nginx."),
-                  results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir")) -> None:
+@takes("calibrate")
+def calibrate_cmd(generators: Optional[str] = typer.Option(None, "--generators", help="Comma-separated (default: "
+                                                           "every installed one; k6 is built first if Go is there)."),
+                  *, given: Given) -> None:
     """Each load generator's ceiling on this machine, against nginx; stored in calibration.json."""
     with run_lock.held():
-        calibrated = calibrate.command(server_cpus, loadgen_cpus, duration, generators, port, results_dir, console)
+        calibrated = calibrate.command(given.server_cpus, given.loadgen_cpus, given.duration, generators, given.port,
+                                       given.results_dir, console)
     if not calibrated:
         raise typer.Exit(1)

@@ -3,12 +3,11 @@ floor (results/noise.py keeps and reads it)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
-from orchestrator import RESULTS_DIR
 from orchestrator.cli import common as cli
+from orchestrator.cli.option_table import Given, takes
 from orchestrator.config import profiles
 from orchestrator.config.catalog import discover, resolve
 from orchestrator.config.plan import Plan
@@ -21,31 +20,19 @@ from orchestrator.results.noise import FLOOR_FILE, describe, record
 from orchestrator.results.store import machine_key
 
 
-def noise_cmd(framework: str = typer.Option(..., "--framework", "-f", help="The target: framework or "
-                                            "framework:variant (default variant: the framework's own)."),
-              variant: Optional[str] = typer.Option(None, "--variant", "-v", help="Its variant."),
-              scenario: str = typer.Option("json", "--scenario", "-s", help="One scenario."),
-              concurrency: int = typer.Option(64, "--concurrency", "-c", help="Connections."),
-              repeat: int = typer.Option(5, "--repeat", help="Repeats, each in a fresh JVM (2 or more)."),
-              duration: str = typer.Option("10s", "--duration", "-d", help="Measured window per repeat."),
-              warmup: Optional[str] = typer.Option(None, "--warmup", help="Warm-up window (as in `run`)."),
-              warmup_max: Optional[str] = typer.Option(None, "--warmup-max", help="Give up warming up after."),
-              server_cpus: Optional[str] = cli.ServerCpus, loadgen_cpus: Optional[str] = cli.LoadgenCpus,
-              heap: Optional[str] = cli.HeapOpt, port: int = cli.PortOpt, redis_port: int = cli.RedisPortOpt,
-              db_port: int = cli.DbPortOpt, downstream_port: int = cli.DownstreamPortOpt,
-              start_timeout: str = cli.StartTimeoutOpt,
-              results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir")) -> None:
+@takes("noise")
+def noise_cmd(*, given: Given) -> None:
     """Run one target N times on one scenario and level (A/A) and store this machine's noise floor."""
+    framework, variant, scenario, concurrency = given.framework, given.variant, given.scenario, given.concurrency
+    repeat, results_dir = given.repeat, given.results_dir
     if repeat < 2:
         raise UsageError("--repeat must be 2 or more: one repeat has no spread")
     scenarios = parse_list(scenario, list(SCENARIOS), "scenario")
     if len(scenarios) != 1:
         raise UsageError("bench noise measures one scenario")
     target = resolve(discover(), f"{framework}:{variant}" if variant else framework)
-    prof = cli.override_profile(profiles.load("throughput"), concurrency=str(concurrency), rate=None, requests=None,
-                         workers=None, warmup=warmup, warmup_max=warmup_max, duration=duration, repeat=repeat)
-    settings = cli.parse_settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port,
-                             start_timeout=start_timeout, downstream_port=downstream_port)
+    prof = cli.override_profile(profiles.load("throughput"), given)
+    settings = cli.parse_settings(given)
     plan = Plan(matrix={target.id: scenarios}, profile=prof, settings=settings)
     if not plan.scenarios_of(target):
         raise UsageError(f"{target.id} does not serve {scenario} "

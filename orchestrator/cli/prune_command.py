@@ -1,27 +1,28 @@
 """`bench prune`: removes old runs' raw files (results/prune.py says which), by age or to a total size."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional
 
 import typer
 
-from orchestrator import RESULTS_DIR
 from orchestrator.cli.common import console
+from orchestrator.cli.option_table import Given, takes
 from orchestrator.config.options import byte_size, duration
 from orchestrator.errors import UsageError
 from orchestrator.infra import run_lock
 from orchestrator.results import prune
 
 
+@takes("prune")
 def prune_cmd(older_than: Optional[str] = typer.Option(None, "--older-than", help="Runs started longer ago than "
                                                        "this, e.g. 30d, 12h."),
               max_size: Optional[str] = typer.Option(None, "--max-size", help="Prune the oldest runs until all "
                                                      "runs together take at most this, e.g. 5G."),
               dry_run: bool = typer.Option(False, "--dry-run", help="List what would go, with sizes; remove nothing."),
-              results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir")) -> None:
+              *, given: Given) -> None:
     """Remove old runs' raw files (Flight Recorder recordings, thread dumps, per-request records and CSVs,
     AOT caches); every row, run.json, report, flame graph and log stays."""
+    results_dir = given.results_dir
     if older_than is None and max_size is None:
         raise UsageError("bench prune needs --older-than AGE, --max-size SIZE or both (e.g. --older-than 30d)")
     age = duration(older_than, "--older-than") if older_than is not None else None

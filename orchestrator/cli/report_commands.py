@@ -4,15 +4,14 @@ print; none measures, so none needs a target, a load generator or the infrastruc
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import List, Optional
 
 import typer
 from rich import box
 from rich.table import Table
 
-from orchestrator import RESULTS_DIR
 from orchestrator.cli.common import console
+from orchestrator.cli.option_table import Given, takes
 from orchestrator.cli.results_table import print_results, print_workload_answer
 from orchestrator.errors import UsageError
 from orchestrator.report import network as network_report
@@ -25,9 +24,11 @@ from orchestrator.results.store import machine_key
 VERDICT_STYLE = {"broke": "bold red", "worse": "red", "better": "green", "~": "dim", "?": "yellow"}
 
 
+@takes("results")
 def results_cmd(run_id: Optional[str] = typer.Argument(None, help="Run id (default: the newest run)."),
-                results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir")) -> None:
+                *, given: Given) -> None:
     """Print the measurements of a run."""
+    results_dir = given.results_dir
     d = results.find_run(run_id, results_dir)
     meta = results.load_meta(d)
     console.print(f"run {d.name}, started {meta.get('started_at')}, {meta.get('status')}, "
@@ -41,16 +42,19 @@ def results_cmd(run_id: Optional[str] = typer.Argument(None, help="Run id (defau
         print_workload_answer(df, served)
 
 
+@takes("report")
 def report_cmd(runs: Optional[List[str]] = typer.Argument(None, help="Run ids or folders (default: the newest run)."),
                x: Optional[str] = typer.Option(None, "--x", help="The load-level column of sweeps (default: rate "
                                                "for a rate profile, else concurrency)."),
-               results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir")) -> None:
+               *, given: Given) -> None:
     """Write report.html (self-contained) and report.md (PNGs beside it) into each run folder."""
+    results_dir = given.results_dir
     for run in runs or [None]:
         html_path, md_path = run_report.build(run, results_dir, x)
         console.print(f"{html_path}\n{md_path}", soft_wrap=True)
 
 
+@takes("compare")
 def compare_cmd(run_a: str = typer.Argument(..., help="The baseline run."),
                 run_b: str = typer.Argument(..., help="The run to judge against it."),
                 fail_on_regression: Optional[float] = typer.Option(
@@ -61,8 +65,9 @@ def compare_cmd(run_a: str = typer.Argument(..., help="The baseline run."),
                 alpha: float = typer.Option(0.05, "--alpha", help="Family-wise significance level (Holm)."),
                 force: bool = typer.Option(False, "--force", help="Compare runs made with different drivers, "
                                            "pinning, heap, runtime or machines."),
-                results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir")) -> None:
+                *, given: Given) -> None:
     """The same cells of two runs side by side: the change, and whether it is beyond the run-to-run noise."""
+    results_dir = given.results_dir
     dirs = [results.find_run(r, results_dir) for r in (run_a, run_b)]
     metas = [results.load_meta(d) for d in dirs]
     differs = compare.setup_differences(*metas)

@@ -4,13 +4,14 @@ exclude each other (--preset with -f, -v, -s or --profile): the rules are kept h
 so that they read as one list and a test can check them without starting the command line."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable
 
 from rich.markup import escape
 
 from orchestrator.cli.common import check_writable, override_profile, parse_settings, select_targets
+from orchestrator.cli.option_table import Given
 from orchestrator.config import options, presets, profiles, workload
 from orchestrator.config import topology as topology_mod
 from orchestrator.config.modes import AOT_CACHE, COLD, DEFAULT_JVM, JVM_MODES, STARTS, WARM, with_modes
@@ -22,55 +23,16 @@ from orchestrator.infra.docker_engine import remote_address
 from orchestrator.results.store import RUN_JSON, RunStore
 
 
-@dataclass(frozen=True, kw_only=True)
-class RunOptions:
-    """`bench run`'s options as given, unchecked: one field per parameter of the command, same name."""
-    framework: Optional[str]
-    variant: Optional[str]
-    scenario: Optional[str]
-    profile: str
-    preset: Optional[str]
-    workload: Optional[str]
-    quick: bool
-    concurrency: Optional[str]
-    rate: Optional[str]
-    slo: Optional[str]
-    requests: Optional[int]
-    workers: Optional[int]
-    warmup: Optional[str]
-    warmup_max: Optional[str]
-    duration: Optional[str]
-    repeat: Optional[int]
-    fresh_jvm_per_scenario: Optional[bool]
-    jvm_mode: Optional[str]
-    start: Optional[str]
-    jfr: Optional[bool]
-    topology: Optional[str]
-    locust_master: Optional[str]
-    resume: Optional[str]
-    server_cpus: Optional[str]
-    loadgen_cpus: Optional[str]
-    heap: Optional[str]
-    port: int
-    redis_port: int
-    db_port: int
-    runtime: str
-    memory: str
-    offline: bool
-    start_timeout: str
-    db_pool_size: int
-    redis_pool_size: int
-    downstream_ms: Optional[int]
-    downstream_port: int
-    timeout: str
-    results_dir: Path
+class RunOptions(Given):
+    """`bench run`'s options as given, unchecked: option_table's options of `run`, by name."""
 
     def plans(self, catalog: dict, say: Callable[[str], None]) -> list[Plan]:
         """The new runs these options ask for, one after the other: a preset of parts runs each part as a
         run of its own (presets.runs); every one is checked before any measures."""
         names = presets.runs(self.preset) if self.preset else [None]
         # the parts share the preset's account of how it was scaled: said once, with the first
-        return [replace(self, preset=name).plan(catalog, say, scaled=i == 0) for i, name in enumerate(names)]
+        return [RunOptions(**{**vars(self), 'preset': name}).plan(catalog, say, scaled=i == 0)
+                for i, name in enumerate(names)]
 
     def plan(self, catalog: dict, say: Callable[[str], None], scaled: bool = True) -> Plan:
         """The new run these options ask for (--resume aside), or UsageError for the first rule they
@@ -97,16 +59,11 @@ class RunOptions:
             scenarios = parse_list(self.scenario, list(SCENARIOS), "scenario")
             matrix = {t.id: scenarios for t in select_targets(self.framework, self.variant, catalog)}
             prof = profiles.load(self.profile)
-        prof = override_profile(prof, self.concurrency, self.rate, self.requests, self.workers, self.warmup,
-                                self.warmup_max, self.duration, self.repeat, slo)
+        prof = override_profile(prof, self, slo)
         heaps = tuple(options.heap(h.strip()) for h in heap.split(",")) if heap else ()
         if len(set(heaps)) < len(heaps):
             raise UsageError(f"--heap {heap} names a heap twice")
-        settings = parse_settings(self.server_cpus, self.loadgen_cpus, heaps[0] if heaps else None, self.port,
-                                  self.redis_port, self.db_port, self.runtime, self.memory, self.offline, self.start_timeout,
-                                  self.db_pool_size, self.redis_pool_size, self.timeout, self.fresh_jvm_per_scenario,
-                                  chosen, self.jfr, self.topology, self.locust_master, self.downstream_ms,
-                                  self.downstream_port)
+        settings = parse_settings(self, chosen, heaps[0] if heaps else None)
         jvm_modes = parse_list(self.jvm_mode, list(JVM_MODES), "JVM mode") if self.jvm_mode else \
             (chosen.jvm_modes if chosen else (DEFAULT_JVM,))
         starts = parse_list(self.start, list(STARTS), "start") if self.start else (chosen.starts if chosen else (WARM,))
@@ -119,7 +76,8 @@ class RunOptions:
         settings = replace(settings, jvm_modes=tuple(jvm_modes), starts=tuple(starts))
         matrix = with_modes(matrix, jvm_modes, starts, heaps)
         plan = Plan(matrix=matrix, profile=prof, settings=settings, preset=self.preset,
-                    claims=list(chosen.claims) if chosen else [], mixes=mixes, workload=answers)
+                    claims=list(chosen.claims) if chosen else [], mixes=mixes, workload=answers,
+                    asked={k: str(v) if isinstance(v, Path) else v for k, v in vars(self).items()})
         plan.check_served(catalog)
         if plan.topology.workers != topology_mod.LOCAL and not (prof.ramp and prof.ramp.workers):
             raise UsageError(f"topology {plan.topology.name} puts Locust workers on host {plan.topology.workers}: "

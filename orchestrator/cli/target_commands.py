@@ -4,7 +4,6 @@ it starts lives in config/ and targets/, so these functions only choose and prin
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 from typing import Optional
 
 import typer
@@ -15,28 +14,8 @@ from rich.padding import Padding
 from rich.table import Table
 
 from orchestrator import RESULTS_DIR
-from orchestrator.cli.common import (
-    DbPoolOpt,
-    DbPortOpt,
-    DownstreamMsOpt,
-    DownstreamPortOpt,
-    FrameworkOpt,
-    HeapOpt,
-    LoadgenCpus,
-    MemoryOpt,
-    OfflineOpt,
-    PortOpt,
-    RedisPoolOpt,
-    RedisPortOpt,
-    RuntimeOpt,
-    ServerCpus,
-    StartTimeoutOpt,
-    VariantOpt,
-    console,
-    parse_settings,
-    select_targets,
-)
-from orchestrator.config import options
+from orchestrator.cli.common import console, parse_settings, select_targets
+from orchestrator.cli.option_table import Given, takes
 from orchestrator.config.catalog import discover
 from orchestrator.config.plan import Settings, pool_env
 from orchestrator.core.cpus import cpu_count
@@ -66,10 +45,11 @@ def list_targets() -> None:
         raise typer.Exit(UsageError.exit_code)
 
 
-def build(framework: Optional[str] = FrameworkOpt,
-          force: bool = typer.Option(False, "--force", help="Rebuild even when the sources did not change.")) -> None:
+@takes("build")
+def build(force: bool = typer.Option(False, "--force", help="Rebuild even when the sources did not change."),
+          *, given: Given) -> None:
     """Build the frameworks (skipped when their sources did not change)."""
-    targets = select_targets(framework, None)
+    targets = select_targets(given.framework, None)
     logs = RESULTS_DIR / "builds"
     environment = Environment(Settings(), logs, console)
     environment.build_all(targets, force=force)
@@ -79,22 +59,20 @@ def build(framework: Optional[str] = FrameworkOpt,
         raise typer.Exit(1)
 
 
+@takes("parity")
 def parity_cmd(run: Optional[str] = typer.Argument(None, help="A run id or folder: its targets, with their thread "
                                                     "pools after load (default: the targets, built as needed)."),
-               framework: Optional[str] = FrameworkOpt, variant: Optional[str] = VariantOpt,
-               db_pool_size: int = DbPoolOpt, redis_pool_size: int = RedisPoolOpt,
-               results_dir: Path = typer.Option(RESULTS_DIR, "--results-dir")) -> None:
+               *, given: Given) -> None:
     """What each target runs with: declared pools, keep-alive and backlog, resolved library versions; with a
     run, also its threads by pool after load and its GC. Columns that differ are marked ≠."""
     if run:
-        meta = results.RunStore(results.find_run(run, results_dir)).meta()
+        meta = results.RunStore(results.find_run(run, given.results_dir)).meta()
         entries = meta.get("parity") or {}
         if not entries:
             raise UsageError(f"run {run} has no parity table (it was made before runs recorded one)")
     else:
-        targets = select_targets(framework, variant)
-        settings = Settings(db_pool_size=options.pool_size(db_pool_size, "--db-pool-size"),
-                            redis_pool_size=options.pool_size(redis_pool_size, "--redis-pool-size"))
+        targets = select_targets(given.framework, given.variant)
+        settings = parse_settings(given)
         environment = Environment(settings, RESULTS_DIR / "builds", console)
         environment.build_all(targets)
         entries = {t.id: parity.record(t, pool_env(settings, t)) for t in targets
@@ -115,23 +93,16 @@ def parity_cmd(run: Optional[str] = typer.Argument(None, help="A run id or folde
     console.print("≠: the targets differ in this property")
 
 
-def verify_cmd(framework: Optional[str] = FrameworkOpt, variant: Optional[str] = VariantOpt,
-               server_cpus: str = ServerCpus, loadgen_cpus: str = LoadgenCpus, heap: str = HeapOpt,
-               port: int = PortOpt, redis_port: int = RedisPortOpt, db_port: int = DbPortOpt,
-               runtime: str = RuntimeOpt, memory: str = MemoryOpt, offline: bool = OfflineOpt,
-               start_timeout: str = StartTimeoutOpt, db_pool_size: int = DbPoolOpt,
-               redis_pool_size: int = RedisPoolOpt, downstream_port: int = DownstreamPortOpt,
-               downstream_ms: Optional[int] = DownstreamMsOpt,
-               load: Optional[int] = typer.Option(None, "--load", help="The load smoke: after verifying, send each "
+@takes("verify")
+def verify_cmd(load: Optional[int] = typer.Option(None, "--load", help="The load smoke: after verifying, send each "
                                                   "scenario this many requests at once, one per connection (the "
                                                   "studies use 500 to 2,000), each to be answered, then verify "
-                                                  "again; no figure is kept.")) -> None:
+                                                  "again; no figure is kept."),
+               *, given: Given) -> None:
     """Start each target and check every scenario against the contract (no load, unless --load)."""
     verify_all.check_load(load)
-    settings = parse_settings(server_cpus, loadgen_cpus, heap, port, redis_port, db_port, runtime, memory, offline,
-                              start_timeout, db_pool_size, redis_pool_size, downstream_ms=downstream_ms,
-                              downstream_port=downstream_port)
-    targets = select_targets(framework, variant)
+    settings = parse_settings(given)
+    targets = select_targets(given.framework, given.variant)
     logs = RESULTS_DIR / "verify" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     environment = Environment(settings, logs, console)
     beside = verify_all.prepare(environment, targets, settings, load)

@@ -89,6 +89,8 @@ class Plan:
     # the workload file the run answers (its name, description, objective and prices): the answer's
     # cost is computed at these prices (results/workload_answer.py); {}: not a workload's run
     workload: dict = field(default_factory=dict)
+    # the command line's options as the user gave them (cli/option_table.py), kept for the record
+    asked: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.rounds is None:
@@ -165,4 +167,4 @@ class Plan:
         rounds = d.get("rounds") or [list(d["matrix"])] * Profile.from_dict(d["profile"]).repeat
         return cls(matrix=d["matrix"], profile=Profile.from_dict(d["profile"]), settings=settings,
                    preset=d.get("preset"), claims=d.get("claims", []), seed=d.get("seed", 0), rounds=rounds,
-                   mixes=d.get("mixes", {}), workload=d.get("workload", {}))
+                   mixes=d.get("mixes", {}), workload=d.get("workload", {}), asked=d.get("asked", {}))

@@ -8,14 +8,14 @@ import pytest
 from conftest import FIXTURES, asked
 
 from orchestrator import REPO_ROOT
+from orchestrator.cli import option_table
 from orchestrator.cli.run_command import run
-from orchestrator.cli.run_options import RunOptions
 from orchestrator.config.catalog import discover, resolve
 from orchestrator.errors import UsageError
 
 
 def test_the_options_are_the_run_command_s_parameters():
-    assert {f for f in RunOptions.__dataclass_fields__} == set(inspect.signature(run).parameters)
+    assert {o.name for o in option_table.of("run")} == set(inspect.signature(run).parameters)
 
 
 @pytest.mark.parametrize("given, message", [

@@ -203,10 +203,11 @@ def test_a_missing_load_generator_says_how_to_install_it(results_dir, tmp_path, 
 def test_options_left_out_take_the_presets_settings_and_cpus_go_as_a_pair():
     from orchestrator import REPO_ROOT
     from orchestrator.cli.common import parse_settings as _settings
+    from orchestrator.cli.option_table import Given
     redis = presets.load("redis-frameworks", discover(REPO_ROOT / "frameworks"))
     redis_cpus = redis.cpus()
-    taken = _settings(None, None, None, 8080, 16379, 13306, preset=redis)
+    taken = _settings(Given(), preset=redis)
     assert taken.heap == "128m" and (taken.server_cpus, taken.loadgen_cpus) == (redis_cpus or ("1", "0"))
-    mine = _settings("1", None, "256m", 8080, 16379, 13306, fresh_jvm_per_scenario=True, preset=redis)
+    mine = _settings(Given(server_cpus="1", heap="256m", fresh_jvm_per_scenario=True), preset=redis)
     assert (mine.server_cpus, mine.loadgen_cpus, mine.heap, mine.fresh_jvm_per_scenario) == ("1", "0", "256m", True)
-    assert _settings(None, None, None, 8080, 16379, 13306).heap == "512m"
+    assert _settings(Given()).heap == "512m"

@@ -1,0 +1,85 @@
+"""The option table (cli/option_table.py): each option declared once feeds the commands' signatures, the
+settings, run.json and docs/options.md; a toy option added in one place is found in all of them."""
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+
+import typer
+from conftest import FIXTURES, ROOT
+
+from orchestrator.cli import option_table
+from orchestrator.cli.app import app
+
+
+def test_docs_options_md_is_the_table_written_out():
+    assert (ROOT / "docs" / "options.md").read_text() == option_table.markdown(), \
+        "docs/options.md is not the table: python -c 'from orchestrator.cli import option_table as o; " \
+        "open(\"docs/options.md\", \"w\").write(o.markdown())'"
+
+
+def _commands() -> dict:
+    """Every command by its name as the table names it ('infra up' for a group's)."""
+    root = typer.main.get_command(app)
+    out = {}
+    for name, cmd in root.commands.items():
+        if hasattr(cmd, "commands"):   # a group (Typer keeps a click of its own)
+            out.update({f"{name} {sub}": c for sub, c in cmd.commands.items()})
+        else:
+            out[name] = cmd
+    return out
+
+
+def test_each_command_takes_the_table_s_options_once_with_their_flags():
+    commands = _commands()
+    for o in option_table.OPTIONS:
+        assert set(o.commands) <= set(commands), f"{o.name}: no command {set(o.commands) - set(commands)}"
+        assert set(o.own) <= set(o.commands), o.name
+        for name in o.commands:
+            (param,) = [p for p in commands[name].params if p.name == o.name]
+            flags = {f for spec in o.flags for f in spec.split("/")}
+            assert flags == set(param.opts) | set(param.secondary_opts), (name, o.name)
+    for name, cmd in commands.items():
+        flags = [f for p in cmd.params for f in (*p.opts, *p.secondary_opts)]
+        assert len(flags) == len(set(flags)), f"{name} takes a flag twice: {flags}"
+
+
+def test_a_default_is_the_settings_own():
+    from orchestrator.cli.common import parse_settings
+    given = option_table.Given(**{o.name: o.default for o in option_table.of("run")})
+    assert parse_settings(given) == parse_settings(option_table.Given())
+
+
+TOY = """
+import sys
+from orchestrator.cli import option_table
+toy = option_table.Option("toy", ("--toy",), str, None, "A toy option.", ("run", "verify"))
+option_table.OPTIONS = (*option_table.OPTIONS, toy)
+from typer.testing import CliRunner
+from orchestrator.cli.app import app
+from orchestrator.cli.run_command import run
+from orchestrator.cli.run_options import RunOptions
+from orchestrator.config.catalog import discover
+runner = CliRunner()
+print("help:", "--toy" in runner.invoke(app, ["verify", "--help"], terminal_width=200).output)
+# taken on the command line: the usage rules, which run after the options are parsed, answer
+r = runner.invoke(app, ["run", "--toy", "hello", "--quick"])
+print("parsed:", str(r.exception))
+defaults = {name: p.default.default for name, p in __import__("inspect").signature(run).parameters.items()}
+plan = RunOptions(**{**defaults, "toy": "hello", "framework": "fixture"}).plan(discover(sys.argv[1]), print)
+print("run.json:", plan.to_dict()["asked"]["toy"])
+"""
+
+
+def test_a_toy_option_added_in_one_place_is_on_the_command_line_and_in_run_json(tmp_path):
+    r = subprocess.run([sys.executable, "-c", TOY, str(FIXTURES)], cwd=ROOT, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.splitlines()
+    assert "help: True" in lines and "parsed: --quick goes with --preset" in lines and "run.json: hello" in lines, r.stdout
+
+
+def test_the_run_command_s_parameters_are_the_table_s():
+    from orchestrator.cli.run_command import run
+    assert [p.name for p in inspect.signature(run).parameters.values()] == [o.name for o in option_table.of("run")]
