@@ -28,6 +28,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from orchestrator.config import kinds, options
+from orchestrator.config import mix as mix_mod
 from orchestrator.config.driver_registry import drivers_by_kind, get, info, names
 from orchestrator.config.kinds.capacity_search import FAIL, LIMIT, PASS, Search, Verdict, judge, vus_for
 from orchestrator.config.load import LoadSpec
@@ -59,6 +60,11 @@ OPEN = Objective(percentile="p99", bound_ms=OPEN_P99_MS, error_budget=0.0)
 OPEN_START, OPEN_RESOLUTION, OPEN_PROBES, OPEN_MAX_VUS = 2000, 0.05, 16, 2000
 OPEN_WINDOW_S = 5.0   # a run's own calibration: its probes' length, up to this
 SCENARIO = Scenario("calibrate", "GET", nginx.PATHS[0], 200, "text/plain", HELLO)
+# A mix of nginx's two paths, half each: what a generator that sends mixes keeps on one (a workload's
+# capacity search offers it a mix) beside what it keeps on a single path
+MIX = mix_mod.mix("plaintext+json", {"calibrate": 1, "calibrate-json": 1},
+                  {"calibrate": SCENARIO, "calibrate-json": Scenario("calibrate-json", "GET", nginx.PATHS[1], 200,
+                                                                     "application/json", {"message": HELLO})})
 
 
 def _spec(name: str, concurrency: int, duration_s: float, cpus: str, port: int, out: Path,
@@ -106,7 +112,8 @@ def measure(name: str, servers: list[psutil.Process], port: int, server_cpus: st
 
 
 def open_model(name: str, servers: list[psutil.Process], port: int, loadgen_cpus: str, work: Path,
-               window_s: float, say, resolution: float = OPEN_RESOLUTION, needed: float | None = None) -> dict:
+               window_s: float, say, resolution: float = OPEN_RESOLUTION, needed: float | None = None,
+               scenario: Scenario = SCENARIO) -> dict:
     """The highest arrival rate the generator keeps against nginx (OPEN's test), by a capacity
     search: nginx is far from its own limit there, so a failure is the generator's, or the machine's.
     Each probe starts once the CPUs are quiet, and a failed rate is probed again (best of two): a
@@ -118,14 +125,14 @@ def open_model(name: str, servers: list[psutil.Process], port: int, loadgen_cpus
     quiet = parse_cpus(loadgen_cpus) | {c for s in servers for c in s.cpu_affinity()}
     while (rate := search.next_rate()) is not None:
         settled_s = settle(None, quiet)
-        vus = vus_for(rate, Objective(), SCENARIO, OPEN_MAX_VUS)
-        spec = LoadSpec(port=port, scenario=SCENARIO, concurrency=vus, duration_s=window_s, rate=rate,
-                        cpus=loadgen_cpus, timeout_s=10.0, out_dir=work / f"{name}-open")
+        vus = vus_for(rate, Objective(), scenario, OPEN_MAX_VUS)
+        spec = LoadSpec(port=port, scenario=scenario, concurrency=vus, duration_s=window_s, rate=rate,
+                        cpus=loadgen_cpus, timeout_s=10.0, out_dir=work / f"{name}-open-{scenario.name}")
         before, (stolen, _) = nginx.cpu_s(servers), steal_since(quiet)
         r = gen.run(spec)
         server_pct = 100 * (nginx.cpu_s(servers) - before) / r.duration_s / len(servers)
         steal_pct = steal_since(quiet, stolen)[1]
-        verdict = judge(rate, r, [], OPEN, SCENARIO, None)
+        verdict = judge(rate, r, [], OPEN, scenario, None)
         if verdict.state == LIMIT:   # against nginx every failure is the generator's: probed again as one
             verdict = Verdict(FAIL, verdict.why)
         elif verdict.state == PASS and r.send_lag_p99 > OPEN_LAG_MS:
@@ -142,11 +149,12 @@ def open_model(name: str, servers: list[psutil.Process], port: int, loadgen_cpus
         waited = f", after {settled_s:g} s waiting for quiet CPUs" if settled_s > 1 else ""
         # a host that steals the vCPUs makes pacer late on time of its own: the reader sees why
         stole = f", the host stole {steal_pct:.0f} % of the CPUs" if steal_pct and steal_pct > 100 * HOST_STEAL else ""
-        say(f"[dim]  {name} open model at {rate:,.0f}/s: {verdict.state} ({escape(verdict.why)}{waited}{stole})[/]")
+        on = "" if scenario is SCENARIO else f" on {scenario.name}"
+        say(f"[dim]  {name} open model{on} at {rate:,.0f}/s: {verdict.state} ({escape(verdict.why)}{waited}{stole})[/]")
     lag = f", send lag p99 <= {OPEN_LAG_MS:g} ms" if any(p["send_lag_p99_ms"] is not None for p in probes) else ""
     capped = needed if needed and search.limit == needed and search.low >= needed else None
     return {"open_ceiling_rps": round(search.low), "open_outcome": search.outcome(), "open_capped_at": capped,
-            "open_test": OPEN.describe(SCENARIO) + lag, "open_window_s": window_s, "open_resolution": resolution,
+            "open_test": OPEN.describe(scenario) + lag, "open_window_s": window_s, "open_resolution": resolution,
             "open_probes": probes}
 
 
@@ -290,10 +298,27 @@ def _generator(name: str, servers, port: int, server_cpus: str, loadgen_cpus: st
         if name in drivers_by_kind().get("capacity", ()):
             entry.update(open_model(name, servers, port, loadgen_cpus, work, duration_s, console.print))
             console.print(_open_line(name, entry))
+            if get(name).mixes:
+                entry["open_mix"] = _on_a_mix(name, servers, port, loadgen_cpus, work, duration_s, console.print)
+                console.print(_mix_line(name, entry))
     except DriverFailed as e:
         entry["error"] = str(e)
         console.print(f"[red]{name} failed:[/] {escape(str(e))}", soft_wrap=True)
     return entry
+
+
+def _on_a_mix(name: str, servers, port: int, loadgen_cpus: str, work: Path, duration_s: float, say) -> dict:
+    """The open-model ceiling on MIX: a mix costs pacer a draw and a part index per arrival, which should
+    not lower what it keeps (the record's own size is the same)."""
+    found = open_model(name, servers, port, loadgen_cpus, work, duration_s, say, scenario=MIX)
+    return {"scenario": MIX.name, "ceiling_rps": found["open_ceiling_rps"], "outcome": found["open_outcome"],
+            "probes": found["open_probes"]}
+
+
+def _mix_line(name: str, entry: dict) -> str:
+    single, mixed = entry["open_ceiling_rps"], entry["open_mix"]["ceiling_rps"]
+    share = f" ({mixed / single:.0%} of one path's)" if single else ""
+    return f"{name}: open model on a mix of {MIX.name} {mixed:,} req/s{share}, {entry['open_mix']['outcome']}"
 
 
 def _downstream(port: int, server_cpus: str, loadgen_cpus: str, duration_s: float, results_dir: Path, host: dict,

@@ -9,6 +9,8 @@ import socket
 import psutil
 from conftest import bench, owned, start_bench, wait_for, work_dirs_of
 
+from orchestrator.drivers.pacer import read_records
+from orchestrator.infra import nginx
 from orchestrator.infra.hostinfo import host_info
 from orchestrator.measure import calibrate, ceilings
 from orchestrator.measure.checks import near_ceiling
@@ -108,3 +110,21 @@ def test_an_open_model_ceiling_joins_an_entry_of_the_same_pinning_and_replaces_o
     ceilings.store(tmp_path, host, {"k6": {"open_ceiling_rps": 7_000, "loadgen_cpus": "0-1"}}, merge=True)
     assert ceilings.ceilings(results_dir=tmp_path, loadgen_cpus="0-1") == {}
     assert ceilings.ceilings(results_dir=tmp_path, loadgen_cpus="0-1", key="open_ceiling_rps") == {"k6": 7_000}
+
+
+def test_pacer_s_open_model_on_a_mix_is_searched_as_on_one_path(tmp_path):
+    # up to a cap of 2,000/s (what a quick search here may offer): a coarse search, a few seconds; the
+    # full ceiling on the mix beside the single path's is `bench calibrate`'s to measure (docs/load-generators.md)
+    lines = []
+    with nginx.serving(int(PORT), "1", tmp_path) as servers:
+        found = calibrate.open_model("pacer", servers, int(PORT), "0", tmp_path, 1.0, lines.append, resolution=0.5,
+                                     needed=2_000, scenario=calibrate.MIX)
+    assert found["open_ceiling_rps"] >= 2_000 and found["open_capped_at"] == 2_000, (found, lines)
+    assert all(" on plaintext+json at " in line for line in lines), lines
+    assert found["open_test"].startswith("p99"), found["open_test"]
+    # each arrival drew one of the two paths, half each; its record says which (in its flags: a mixed
+    # arrival's record is as large as one path's, 24 bytes)
+    kept = sorted((tmp_path / "pacer-open-plaintext+json").glob("*.records.parquet"))
+    assert kept, sorted(str(p) for p in tmp_path.rglob("*"))
+    part = read_records(kept[-1])["flags"] >> 8
+    assert set(part) == {0, 1} and abs((part == 0).mean() - 0.5) < 0.05, part
