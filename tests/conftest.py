@@ -7,6 +7,7 @@ import glob
 import inspect
 import io
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -265,3 +266,30 @@ def asked(**given) -> RunOptions:
     """RunOptions as `bench run` makes them when only `given` is on its command line."""
     defaults = {name: p.default.default for name, p in inspect.signature(run).parameters.items()}
     return RunOptions(**{**defaults, **given})
+
+
+def contract_disagreements(contract_md: str, scenarios: dict) -> list[str]:
+    """Where CONTRACT.md's scenario table and `scenarios` differ: a row that is no scenario, a scenario
+    with an endpoint of its own and no row, a request or status that is not the scenario's."""
+    table = contract_md.split("| scenario | request | response |\n|---|---|---|\n", 1)[1].split("\n\n", 1)[0]
+    rows = {}
+    for line in table.splitlines():
+        name, request, response = (cell.strip() for cell in line.strip("|").split("|", 2))
+        rows[name] = (re.match(r"`([^`]+)`", request).group(1), response)
+    wanted = {s.name for s in scenarios.values() if not s.endpoint}
+    wrong = [f"{n}: a row and no scenario" for n in sorted(set(rows) - wanted)]
+    wrong += [f"{n}: a scenario and no row" for n in sorted(wanted - set(rows))]
+    for name, (request, response) in rows.items():
+        s = scenarios.get(name)
+        if s is None:
+            continue
+        if request != f"{s.method} {s.path}":
+            wrong.append(f"{name}: the row asks {request}, the scenario {s.method} {s.path}")
+        # "as `cpu`, ...; the same response", or a gateway's "forwards `/json` ... and returns its response"
+        like = re.match(r"as `([\w-]+)`", response)
+        forwarded = re.match(r"forwards `(/[^`]+)`", response)
+        like = scenarios.get(like.group(1)) if like else \
+            next((o for o in scenarios.values() if forwarded and o.path == forwarded.group(1)), None)
+        if not (re.search(rf"\b{s.status}\b", response) or (like and like.status == s.status)):
+            wrong.append(f"{name}: the row answers {response[:60]!r}, the scenario {s.status}")
+    return wrong

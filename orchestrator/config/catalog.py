@@ -10,7 +10,7 @@ from orchestrator import FRAMEWORKS_DIR
 from orchestrator.config.documents import Document
 from orchestrator.config.modes import AOT_CACHE, AOT_TRAINING, COLD, DEFAULT_JVM, MODES, heap_of, is_mode, ordered, slug
 from orchestrator.config.parity_fields import PARITY_FIELDS
-from orchestrator.config.scenarios import MANIFEST_SCENARIOS
+from orchestrator.config.scenarios import manifest_scenarios
 from orchestrator.errors import UsageError
 
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -167,8 +167,8 @@ def load_manifest(path: Path) -> Framework:
         f.fail("health_path", "must start with '/'")
     scenarios = f.str_list("scenarios")
     for s in scenarios:
-        if s not in MANIFEST_SCENARIOS:
-            f.fail("scenarios", f"unknown scenario '{s}'; valid: {', '.join(MANIFEST_SCENARIOS)}")
+        if s not in manifest_scenarios():
+            f.fail("scenarios", f"unknown scenario '{s}'; valid: {', '.join(manifest_scenarios())}")
     backend = f.get("backend", str, None)
     if backend is not None and not re.match(r"^[a-z0-9-]+:[a-z0-9-]+$", backend):
         f.fail("backend", "must be a target 'framework:variant'")

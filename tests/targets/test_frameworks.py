@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import ROOT
+from conftest import ROOT, contract_disagreements
 
 from orchestrator.config.catalog import discover
 
@@ -37,20 +37,4 @@ def test_contract_md_s_scenario_table_and_the_scenarios_say_the_same():
     """Each row of CONTRACT.md's scenario table is a scenario of config/scenarios.py with the same request
     and status, and each scenario with an endpoint of its own has its row (sleep-1s loads sleep's)."""
     from orchestrator.config.scenarios import SCENARIOS
-    text = (ROOT / "frameworks" / "CONTRACT.md").read_text()
-    table = text.split("| scenario | request | response |\n|---|---|---|\n", 1)[1].split("\n\n", 1)[0]
-    rows = {}
-    for line in table.splitlines():
-        name, request, response = (cell.strip() for cell in line.strip("|").split("|", 2))
-        rows[name] = (re.match(r"`([^`]+)`", request).group(1), response)
-    assert set(rows) == {s.name for s in SCENARIOS.values() if not s.endpoint}, sorted(rows)
-    for name, (request, response) in rows.items():
-        s = SCENARIOS[name]
-        assert request == f"{s.method} {s.path}", (name, request)
-        # "as `cpu`, ...; the same response", or a gateway's "forwards `/json` ... and returns its response"
-        like = re.match(r"as `([\w-]+)`", response)
-        forwarded = re.match(r"forwards `(/[^`]+)`", response)
-        like = SCENARIOS[like.group(1)] if like else \
-            next((o for o in SCENARIOS.values() if forwarded and o.path == forwarded.group(1)), None)
-        assert re.search(rf"\b{s.status}\b", response) or (like and like.status == s.status), \
-            (name, s.status, response)
+    assert contract_disagreements((ROOT / "frameworks" / "CONTRACT.md").read_text(), SCENARIOS) == []
