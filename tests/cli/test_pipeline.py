@@ -1,4 +1,4 @@
-"""The pipeline end to end on the fixture framework: a real JVM, real Redis and MariaDB, real wrk."""
+"""The command line's bad input: one line and exit 2, and a malformed manifest stopping every command."""
 from __future__ import annotations
 
 from conftest import PORTS, bench, bench_env, bench_in_fork

@@ -1,5 +1,5 @@
-"""Load profiles and presets: the files parse, bad ones are named, and every profile runs end to end
-against a real target (the fixture JVM) with its real generator: h2load, Locust, k6."""
+"""Load profiles and presets as files: they parse, bad ones are named, options that do not apply are
+refused, a missing generator says how to install it, and a preset's settings are taken."""
 from __future__ import annotations
 
 import dataclasses

@@ -1,6 +1,6 @@
-"""Topologies (config/topology.py, built by infra/network.py): the server and the data services on
-hosts of their own, network namespaces of this machine joined by links that may carry a round trip,
-and nothing of them left after a run, a Ctrl-C or a SIGKILL followed by `bench clean`."""
+"""Topology files (config/topology.py): checked field by field, a varying link's levels, the wire's units,
+a probe that waits for quiet CPUs, the rule for Locust workers on a host of their own, and the report's
+reading of levels."""
 from __future__ import annotations
 
 import subprocess

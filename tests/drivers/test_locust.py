@@ -1,6 +1,5 @@
-"""The Locust driver's steps and per-second series: every second of the test is there, a second in
-which nothing completed too, and a step's row covers the seconds in which its users were running.
-Real Locust against a small HTTP server in this process whose answers can stall."""
+"""The Locust driver without Locust running: splitting its per-second series into steps, its CPU reading,
+and a worker restarted at a cell boundary."""
 from __future__ import annotations
 
 import math

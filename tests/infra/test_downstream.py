@@ -1,4 +1,5 @@
-"""The downstream service (infra/downstream.py): nginx with its echo module, as fan-out's calls meet it."""
+"""The downstream service (infra/downstream.py) without starting it: its configuration, its status page,
+the flags of a cell off fan-out's contract, and the smoke's reading of 502 and 504."""
 from __future__ import annotations
 
 import gzip

@@ -1,8 +1,6 @@
-"""One run at a time, and cleanup that removes only what this checkout started (issue 45).
-
-The fast tests hold the run lock from a plain Python process (no JVM) in a lock file of their own
-(BENCH_RUN_LOCK), and judge owner marks, folders and a build's daemons; the slow ones start a real run
-beside a second one, and a second checkout (BENCH_HOME) beside `bench clean`."""
+"""One run at a time, and cleanup that removes only what this checkout started (issue 45), from a plain
+Python process (no JVM) holding the lock in a file of its own (BENCH_RUN_LOCK): owner marks, folders,
+atomic writes, and a build's daemons."""
 from __future__ import annotations
 
 import json

@@ -1,5 +1,5 @@
-"""Cache-aside's misses: the ids its load walks (items.IdCycle), each generator walking them, and
-the share of misses Redis counts in a cell, over the window and second by second."""
+"""Cache-aside's misses on made-up counts: the ids its load walks (items.IdCycle), the share of misses read
+over the window and in each second, and the flag for a share off the load's beyond the hot item's refills."""
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,5 @@
-"""Capacity at a latency objective: the search on a synthetic target (fast), and on a real server
-whose capacity is known, 16 threads sleeping 100 ms = 160 requests/s (slow)."""
+"""Capacity at a latency objective on made-up probes: the search (bracket, bisect, retries), the verdict
+over the scenario's wait, the budget and the generator, overload and recovery."""
 from __future__ import annotations
 
 import dataclasses

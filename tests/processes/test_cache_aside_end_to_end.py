@@ -1,5 +1,5 @@
-"""Cache-aside's misses: the ids its load walks (items.IdCycle), each generator walking them, and
-the share of misses Redis counts in a cell, over the window and second by second."""
+"""Cache-aside's misses under real load: each generator walks the ids as items.IdCycle says, and a
+real cell on Vert.x misses one request in ten over its window and second by second, as Redis counts."""
 from __future__ import annotations
 
 import collections

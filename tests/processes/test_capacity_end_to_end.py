@@ -1,5 +1,5 @@
-"""Capacity at a latency objective: the search on a synthetic target (fast), and on a real server
-whose capacity is known, 16 threads sleeping 100 ms = 160 requests/s (slow)."""
+"""Capacity at a latency objective on a real server whose capacity is known: 16 threads sleeping 100 ms
+serve 160 requests/s."""
 from __future__ import annotations
 
 from conftest import PORTS, ROOT, bench, on_a_calm_host

@@ -1,4 +1,4 @@
-"""The statistics of `bench compare`, on made-up samples: they test the functions, not a benchmark."""
+"""`bench compare` on real runs: a target made slower is a regression at the repeats the plan names."""
 from __future__ import annotations
 
 import re

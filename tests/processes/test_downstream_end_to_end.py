@@ -1,4 +1,5 @@
-"""The downstream service (infra/downstream.py): nginx with its echo module, as fan-out's calls meet it."""
+"""The downstream service (infra/downstream.py) running: nginx with its echo module answers after the
+delay and counts its calls."""
 from __future__ import annotations
 
 import json

@@ -1,6 +1,6 @@
-"""The Locust driver's steps and per-second series: every second of the test is there, a second in
-which nothing completed too, and a step's row covers the seconds in which its users were running.
-Real Locust against a small HTTP server in this process whose answers can stall."""
+"""Real Locust against a small HTTP server in this process whose answers can stall: every second of the
+test is there, a second in which nothing completed too, a step's row covers the seconds its users ran,
+and workers elsewhere get their test from each cell's master."""
 from __future__ import annotations
 
 import gc

@@ -1,5 +1,4 @@
-"""A mix of scenarios as one load (config/mix.py): what a mix is made of, who can send it, and the
-one-line errors of a bad one. pacer's draw of each arrival's part is test_pacer's."""
+"""A workload's capacity on the fixture: what its blocking part leaves of a pool of 16 threads."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""`bench noise`: the CV of a metric over A/A repeats, the noise-floor file, and the command on the fixture."""
+"""`bench noise` on the fixture: a floor stored, and the report of this machine quoting it."""
 from __future__ import annotations
 
 from conftest import PORTS, bench

@@ -1,6 +1,5 @@
-"""pacer, the open-model generator (orchestrator/drivers/pacer/pacer.c), against small servers of known
-behaviour in this process: how it reads each way HTTP/1.1 ends a response, what it counts as an
-error, and that a stalled server's queue counts in the latencies (no coordinated omission)."""
+"""pacer on schedule, timed: every arrival answered on time over kept-alive connections, a stalled
+server's queue counted in full (no coordinated omission), a schedule of segments inside one window."""
 from __future__ import annotations
 
 import numpy as np

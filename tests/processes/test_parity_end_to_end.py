@@ -1,5 +1,4 @@
-"""The parity table: thread pools counted from a real JVM's thread dump, library versions as Maven
-resolved them for a real build, and the columns in which targets differ."""
+"""The parity table of a real run: library versions as Maven resolved them, threads after load."""
 from __future__ import annotations
 
 import json

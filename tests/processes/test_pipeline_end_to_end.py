@@ -1,4 +1,5 @@
-"""The pipeline end to end on the fixture framework: a real JVM, real Redis and MariaDB, real wrk."""
+"""The pipeline end to end on the fixture framework: a real JVM, real Redis and MariaDB, real wrk; a
+target that dies, and Ctrl-C with resume."""
 from __future__ import annotations
 
 import json

@@ -1,5 +1,5 @@
-"""Load profiles and presets: the files parse, bad ones are named, and every profile runs end to end
-against a real target (the fixture JVM) with its real generator: h2load, Locust, k6."""
+"""Every profile end to end against the fixture JVM with its real generator: bursts (k6, h2load), rates
+(pacer), k6's closed loop, and a ramp with Locust workers."""
 from __future__ import annotations
 
 import json

@@ -1,5 +1,4 @@
-"""`bench report` on a real run (results/sample, or $BENCH_SAMPLE_RUN): the files, the crowning rules,
-and the page as headless Chromium renders it, offline."""
+"""The report's page as headless Chromium renders it, offline: no error, and every image shown."""
 from __future__ import annotations
 
 import json

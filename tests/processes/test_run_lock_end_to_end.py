@@ -1,8 +1,5 @@
-"""One run at a time, and cleanup that removes only what this checkout started (issue 45).
-
-The fast tests hold the run lock from a plain Python process (no JVM) in a lock file of their own
-(BENCH_RUN_LOCK), and judge owner marks, folders and a build's daemons; the slow ones start a real run
-beside a second one, and a second checkout (BENCH_HOME) beside `bench clean`."""
+"""One run at a time, with real runs: a second run beside a measuring one stops and the first keeps every
+row; `bench clean` in one checkout leaves another's infrastructure alone."""
 from __future__ import annotations
 
 import json

@@ -1,6 +1,5 @@
-"""Topologies (config/topology.py, built by infra/network.py): the server and the data services on
-hosts of their own, network namespaces of this machine joined by links that may carry a round trip,
-and nothing of them left after a run, a Ctrl-C or a SIGKILL followed by `bench clean`."""
+"""Topologies running: network namespaces of this machine joined by links that carry a round trip, a run
+on three hosts, and nothing left after a run, a Ctrl-C or a SIGKILL followed by `bench clean`."""
 from __future__ import annotations
 
 import functools

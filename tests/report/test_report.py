@@ -1,5 +1,5 @@
-"""`bench report` on a real run (results/sample, or $BENCH_SAMPLE_RUN): the files, the crowning rules,
-and the page as headless Chromium renders it, offline."""
+"""`bench report` on the committed sample run (or $BENCH_SAMPLE_RUN): the files, the crowning rules, the
+claims, the noise floor and the contract quoted."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""`bench noise`: the CV of a metric over A/A repeats, the noise-floor file, and the command on the fixture."""
+"""The noise floor: the CV of a metric over A/A repeats, the floor file, and `bench noise`'s usage rule."""
 from __future__ import annotations
 
 import json

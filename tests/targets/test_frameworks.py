@@ -1,12 +1,5 @@
-"""Every target of every framework in the repo starts, passes verification against real Redis and
-MariaDB (every scenario's answer and its thread model, the `threads` patterns of its
-framework.toml), and survives the load the studies put on a target: a burst of 1,000 requests on
-1,000 connections at once on every scenario it declares, every one answered, then verification
-again (the load smoke, `bench verify --load`).
-
-One `bench verify` does it all, in one JVM per target, as a user would run it; the bursts are short
-and cold, so they prove survival and the contract after load, not a figure. A target that fails is
-named with its reason (for a dead one, the cause its log gives)."""
+"""What each framework declares: its variants' thread models, its limits for the parity table, and
+CONTRACT.md's scenario table against config/scenarios.py."""
 from __future__ import annotations
 
 import re

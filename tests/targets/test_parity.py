@@ -1,5 +1,5 @@
-"""The parity table: thread pools counted from a real JVM's thread dump, library versions as Maven
-resolved them for a real build, and the columns in which targets differ."""
+"""The parity table: thread pools counted by pool, placeholders filled with the values a target starts
+with, and the columns in which targets differ."""
 from __future__ import annotations
 
 from dataclasses import replace

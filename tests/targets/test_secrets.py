@@ -1,7 +1,5 @@
-"""No secret and no environment in any file a run leaves, and the run's folder readable by its owner
-only: Vert.x recorded by Flight Recorder on redis and db-read (the JVM holds a live Redis client and a
-MariaDB pool, each given the run's password), with a canary variable in the orchestrator's environment (slow).
-Fast: the target's environment, the JVM's private temporary folder, the attach socket's owner."""
+"""A target's environment (the contract's and what a JVM needs, never bench's), the JVM's private
+temporary folder, and the attach socket's owner."""
 from __future__ import annotations
 
 import os
