@@ -104,9 +104,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("heap", ("--heap",), str, None, f"JVM heap, -Xms = -Xmx (default {DEFAULTS.heap}).", STARTS,
            own={"run": (None, f"JVM heap, -Xms = -Xmx (default {DEFAULTS.heap}); several, comma-separated, make "
                               "each target one per heap (+heap-256m).")}),
-    Option("start_timeout", ("--start-timeout",), str, f"{DEFAULTS.start_timeout_s:g}s", "How long a target may take to answer its health "
-           "path.", STARTS),
-    Option("timeout", ("--timeout",), str, f"{DEFAULTS.request_timeout_s:g}s", "Per-request timeout of the load generator.", ("run",)),
+    Option("start_timeout", ("--start-timeout",), str, f"{DEFAULTS.start_timeout_s:g}s", "How long a target may "
+           "take to answer its health path.", STARTS),
+    Option("timeout", ("--timeout",), str, f"{DEFAULTS.request_timeout_s:g}s", "Per-request timeout of the load "
+           "generator.", ("run",)),
     # where it all runs
     Option("topology", ("--topology",), str, None, "Where the server and the data services run and the links "
            "between them: a shipped name (orchestrator/config/topologies/) or a .toml file; default: everything on "

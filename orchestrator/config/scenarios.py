@@ -385,8 +385,7 @@ def check_response(s: Scenario, r: Response, expected: Any, status: int | None =
 
 
 def manifest_scenarios() -> list[str]:
-    """What a framework.toml may list: the scenarios with an endpoint of their own (read when asked, so a
-    scenario added to SCENARIOS is one a manifest may list)."""
+    """What a framework.toml may list: the scenarios with an endpoint of their own (read when asked)."""
     return [name for name, s in SCENARIOS.items() if not s.endpoint]
 
 
