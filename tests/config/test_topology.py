@@ -1,22 +1,16 @@
 """Topology files (config/topology.py): checked field by field, a varying link's levels, the wire's units,
-a probe that waits for quiet CPUs, the rule for Locust workers on a host of their own, and the report's
+the rule for Locust workers on a host of their own, and the report's
 reading of levels."""
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-from conftest import ROOT, bench, wait_for
+from conftest import ROOT, bench
 
 from orchestrator.config.catalog import discover, resolve
 from orchestrator.config.plan import Plan, Settings
 from orchestrator.config.profiles import load as load_profile
 from orchestrator.config.topology import Link, Shape, Topology, load
-from orchestrator.core.cpus import settle
 from orchestrator.infra.network import wire_line
-from orchestrator.targets.runtimes.process import ProcessServer
 
 
 @pytest.mark.parametrize("text,problem", [
@@ -60,39 +54,8 @@ def test_a_shape_is_written_for_the_wire_in_its_units():
     assert Shape().plain and not Shape(rate="1gbit").plain
 
 
-def _counting(seconds: float | None, done: Path | None = None, cpu: int | None = None) -> subprocess.Popen:
-    """A real process that counts for `seconds` (None: for ever) on `cpu`, then touches `done` and idles."""
-    code = (f"import os, pathlib, time\nif {cpu!r} is not None: os.sched_setaffinity(0, {{{cpu!r}}})\n"
-            f"t = time.time()\nwhile {seconds!r} is None or time.time() - t < {seconds!r}: pass\n"
-            f"pathlib.Path({str(done)!r}).touch()\ntime.sleep(60)")
-    return subprocess.Popen([sys.executable, "-c", code])
 
 
-def test_a_probe_waits_until_the_server_and_the_load_generator_cpus_are_quiet(tmp_path):
-    # what the last load left in flight: the server still working off its queue, or (the server
-    # waiting) the database counting on the load generator's CPU; settle returns once both are done
-    idle = _counting(0, tmp_path / "idle")
-    try:
-        wait_for(lambda: (tmp_path / "idle").exists(), 30, "an idle process")
-        quiet = ProcessServer(idle, tmp_path / "log")
-        for busy_server in (True, False):
-            done = tmp_path / f"done-{busy_server}"
-            busy = _counting(1.5, done, None if busy_server else 0)
-            try:
-                server = ProcessServer(busy, tmp_path / "log") if busy_server else quiet
-                assert settle(server, {0}, max_s=30) < 30 and done.exists()
-            finally:
-                busy.kill()
-                busy.wait()
-        spinning = _counting(None, cpu=0)
-        try:
-            assert settle(quiet, {0}, max_s=1.0) >= 1.0   # never quiet: the cap
-        finally:
-            spinning.kill()
-            spinning.wait()
-    finally:
-        idle.kill()
-        idle.wait()
 
 
 def test_workers_on_a_host_of_their_own_need_a_ramp_with_workers():

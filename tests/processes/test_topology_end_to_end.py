@@ -1,5 +1,7 @@
 """Topologies running: network namespaces of this machine joined by links that carry a round trip, a run
-on three hosts, and nothing left after a run, a Ctrl-C or a SIGKILL followed by `bench clean`."""
+on three hosts, and nothing left after a run, a Ctrl-C or a SIGKILL followed by `bench clean`; and a
+probe that waits until the server's and the load generator's CPUs are quiet (it needs the machine to
+itself: the fast tier runs beside the builds)."""
 from __future__ import annotations
 
 import functools
@@ -8,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import psutil
 from conftest import PORTS, ROOT, bench, owned, start_bench, wait_for
@@ -17,6 +20,7 @@ from orchestrator.core.cpus import settle
 from orchestrator.infra.network import Network
 from orchestrator.report.network import describe
 from orchestrator.results import store as results
+from orchestrator.targets.runtimes.process import ProcessServer
 
 
 def network_traces(owner: int) -> list[str]:
@@ -129,3 +133,38 @@ def test_a_ramp_with_its_locust_worker_on_another_host(results_dir, tmp_path):
     assert {"local-gen", "gen-app"} <= set(meta["network"]["links"])
     assert "the Locust master on this machine's own stack and its 1 worker on host gen" in describe(meta)
     assert network_traces(run.pid) == []
+
+
+def _counting(seconds: float | None, done: Path | None = None, cpu: int | None = None) -> subprocess.Popen:
+    """A real process that counts for `seconds` (None: for ever) on `cpu`, then touches `done` and idles."""
+    code = (f"import os, pathlib, time\nif {cpu!r} is not None: os.sched_setaffinity(0, {{{cpu!r}}})\n"
+            f"t = time.time()\nwhile {seconds!r} is None or time.time() - t < {seconds!r}: pass\n"
+            f"pathlib.Path({str(done)!r}).touch()\ntime.sleep(60)")
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+def test_a_probe_waits_until_the_server_and_the_load_generator_cpus_are_quiet(tmp_path):
+    # what the last load left in flight: the server still working off its queue, or (the server
+    # waiting) the database counting on the load generator's CPU; settle returns once both are done
+    idle = _counting(0, tmp_path / "idle")
+    try:
+        wait_for(lambda: (tmp_path / "idle").exists(), 30, "an idle process")
+        quiet = ProcessServer(idle, tmp_path / "log")
+        for busy_server in (True, False):
+            done = tmp_path / f"done-{busy_server}"
+            busy = _counting(1.5, done, None if busy_server else 0)
+            try:
+                server = ProcessServer(busy, tmp_path / "log") if busy_server else quiet
+                assert settle(server, {0}, max_s=30) < 30 and done.exists()
+            finally:
+                busy.kill()
+                busy.wait()
+        spinning = _counting(None, cpu=0)
+        try:
+            assert settle(quiet, {0}, max_s=1.0) >= 1.0   # never quiet: the cap
+        finally:
+            spinning.kill()
+            spinning.wait()
+    finally:
+        idle.kill()
+        idle.wait()
