@@ -293,3 +293,8 @@ def contract_disagreements(contract_md: str, scenarios: dict) -> list[str]:
         if not (re.search(rf"\b{s.status}\b", response) or (like and like.status == s.status)):
             wrong.append(f"{name}: the row answers {response[:60]!r}, the scenario {s.status}")
     return wrong
+
+
+# A preset whose quick form is another's but for what that one adds is run once, as the other: the
+# same cells, kind and driver (test_profiles checks that they stay so)
+RUN_AS = {"capacity-at-slo": "cold-start-and-spike:overload"}   # the same search; the part adds its spike

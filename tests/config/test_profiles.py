@@ -6,7 +6,7 @@ import dataclasses
 import tomllib
 
 import pytest
-from conftest import PORTS, bench
+from conftest import PORTS, RUN_AS, bench
 
 from orchestrator.config import claim_fields, kinds, presets, profiles
 from orchestrator.config.catalog import discover
@@ -86,7 +86,6 @@ def test_every_shipped_preset_resolves_against_the_repo():
 
 
 def test_a_quick_form_run_as_another_s_is_that_one_but_for_what_it_adds():
-    from test_presets import RUN_AS
     catalog = discover()
     for name, other in RUN_AS.items():
         mine, theirs = presets.load(name, catalog, quick=True), presets.load(other, catalog, quick=True)

@@ -197,3 +197,8 @@ def test_the_tests_are_laid_out_as_the_package_is():
                 or any(isinstance(n, ast.Name) and n.id == "pytestmark" for n in nodes))
     marked = [str(p.relative_to(tests)) for p in tests.rglob("test_*.py") if marks_itself(p)]
     assert not marked, f"tests that mark themselves slow (the folder says it): {marked}"
+    # what two test modules share is in conftest.py or a helper module beside it, never one test module's
+    borrowing = [str(p.relative_to(tests)) for p in tests.rglob("*.py")
+                 if any(isinstance(n, ast.ImportFrom) and (n.module or "").startswith("test_")
+                        for n in ast.walk(ast.parse(p.read_text())))]
+    assert not borrowing, f"test modules that import another test module: {borrowing}"

@@ -5,7 +5,8 @@ import json
 import subprocess
 
 import pytest
-from conftest import PORTS, ROOT, bench
+from chromium_page import assert_renders
+from conftest import PORTS, ROOT, RUN_AS, bench
 
 from orchestrator.config import presets
 from orchestrator.config.catalog import discover
@@ -15,9 +16,6 @@ from orchestrator.measure import calibrate, ceilings
 from orchestrator.results import starts
 from orchestrator.results import store as results
 
-# A preset whose quick form is another's but for what that one adds is run once, as the other: the
-# same cells, kind and driver (test_profiles checks that they stay so)
-RUN_AS = {"capacity-at-slo": "cold-start-and-spike:overload"}   # the same search; the part adds its spike
 # A quick form that only repeats what other tests run, each a k6 burst or closed loop on targets the
 # load smoke fires 1,000 connections at on every scenario, of a kind cold-start-and-spike:cold's quick
 # form runs as a preset's (a burst, warm and cold) and test_profiles as a profile's (k6's closed loop);
@@ -133,7 +131,6 @@ def test_a_preset_runs_to_completion_in_its_quick_form(results_dir, name):
             assert set(ts["step"]) == {1, 2, 3} and ts["offered_per_s"].sum() > 0
     if name in ("redis-frameworks", "mvc-vs-reactive-ramp", "cold-start-and-spike:overload", "far-database"):
         # The report of a preset run (a ramp's with its time series, a search's with its capacity and spike) renders.
-        from test_report import assert_renders
         r = bench("report", run.name, "--results-dir", str(results_dir), frameworks=None, timeout=600)
         assert r.returncode == 0, r.stdout + r.stderr
         render = results_dir.parent / "render"
