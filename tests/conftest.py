@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import glob
+import http.server
 import inspect
 import io
 import os
@@ -298,3 +299,21 @@ def contract_disagreements(contract_md: str, scenarios: dict) -> list[str]:
 # A preset whose quick form is another's but for what that one adds is run once, as the other: the
 # same cells, kind and driver (test_profiles checks that they stay so)
 RUN_AS = {"capacity-at-slo": "cold-start-and-spike:overload"}   # the same search; the part adds its spike
+
+
+class Answering(http.server.BaseHTTPRequestHandler):
+    """A handler of a small HTTP/1.1 server in the test process (keep-alive, as the generators expect),
+    quiet, whose do_GET answers with `answer`."""
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True   # headers and body in two writes: no 40-ms delayed ACK between them
+
+    def answer(self, status: int, body: bytes, media_type: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", media_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, VALID, contract_disagreements, write
+from conftest import ROOT, VALID, Answering, contract_disagreements, write
 
 from orchestrator.config import scenarios
 from orchestrator.config.catalog import load_manifest
@@ -34,8 +34,7 @@ def added(monkeypatch):
     return UPPER
 
 
-class _Upper(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Upper(Answering):
     shout = True   # False: answers the text as it came, which the contract does not want
 
     def do_GET(self):   # the standard library names it
@@ -43,15 +42,7 @@ class _Upper(http.server.BaseHTTPRequestHandler):
         text = dict(p.split("=", 1) for p in query.split("&") if "=" in p).get("text")
         status, doc = (400, {"error": "text is missing"}) if path == "/upper" and text is None else \
             (200, {"upper": text.upper() if self.shout else text}) if path == "/upper" else (404, {})
-        body = json.dumps(doc).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+        self.answer(status, json.dumps(doc).encode())
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import threading
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from conftest import PORTS, bench
+from conftest import PORTS, Answering, bench
 
 from orchestrator.config import driver_registry
 from orchestrator.config.items import IdCycle
@@ -20,22 +20,12 @@ from orchestrator.results import store as results
 CACHE = SCENARIOS["cache-aside"]
 
 
-class _Recorder(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"   # keep-alive, as the generators expect
-    disable_nagle_algorithm = True   # headers and body in two writes: no 40-ms delayed ACK between them
+class _Recorder(Answering):
     asked: list[int] = []
 
     def do_GET(self):   # the standard library names it
         self.asked.append(int(parse_qs(urlparse(self.path).query)["id"][0]))
-        body = b"{}"
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+        self.answer(200, b"{}")
 
 
 # A cycle short enough that a second of load goes round it several times
