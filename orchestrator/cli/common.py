@@ -1,4 +1,4 @@
-"""What the commands share: the console, the options several of them take, and turning options into a
+"""What the commands share: the console, and turning their options (option_table.py's, as a Given) into a
 target list, Settings and a profile."""
 from __future__ import annotations
 
