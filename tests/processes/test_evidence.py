@@ -21,12 +21,14 @@ def cells(run_dir) -> pd.DataFrame:
     ("json", 0, 0, 0), ("redis", 1, 0, 0), ("db-read", 0, 1, 0), ("db-write", 0, 0, 1)])
 def test_each_request_did_the_contract_s_backend_work(cells, scenario, redis, selects, inserts):
     row = cells.loc[scenario]
-    assert row["requests"] > 2000
     # the backends also answer the (at most 32) requests in flight when wrk stopped, which wrk does
-    # not count: 32 in over 2,000 at most; a second statement per request would be +1
-    assert row["redis_commands_per_request"] == pytest.approx(redis, abs=0.016)
-    assert row["db_selects_per_request"] == pytest.approx(selects, abs=0.016)
-    assert row["db_inserts_per_request"] == pytest.approx(inserts, abs=0.016)
+    # not count: 32 over the window's requests at most (CI's slow host served 1,385 in the 2 s: 0.023);
+    # a second statement per request would be +1
+    assert row["requests"] > 320
+    in_flight = (VERTX_LOAD["connections"] + 0.5) / row["requests"]   # all 32: exactly 32 more commands
+    assert row["redis_commands_per_request"] == pytest.approx(redis, abs=in_flight)
+    assert row["db_selects_per_request"] == pytest.approx(selects, abs=in_flight)
+    assert row["db_inserts_per_request"] == pytest.approx(inserts, abs=in_flight)
     assert row["db_prepares_per_request"] < 0.05          # Vert.x caches its prepared statements
     assert "off-contract" not in row["check_flags"]
 

@@ -78,10 +78,12 @@ def test_a_semaphore_in_application_code_shows_as_threads_waiting_on_it(results_
     assert 0.9 <= limited["redis_commands_per_request"] <= 1.1 and 0.9 <= free["redis_commands_per_request"] <= 1.1
     # ten times the free variant's at least: on a slow day (2,069 req/s against 2,291 free) the server's CPU,
     # not the permits, held most requests, and 18.7 of them waited on the semaphore at a dump
-    assert limited["dump_samples"] >= 2 and limited["dump_app_lock_waiting"] >= 10, limited["dump_app_lock_site"]
+    assert limited["dump_samples"] >= 1 and limited["dump_app_lock_waiting"] >= 10, limited["dump_app_lock_site"]
     assert limited["dump_app_lock_site"].startswith("Fixture$Redis.mget(Fixture.java:") and "Semaphore" in \
         limited["dump_app_lock_site"]
-    assert free["dump_samples"] >= 2 and free["dump_app_lock_waiting"] < 1
+    # one dump at least: a dump of 64 virtual threads cost CI's slow host enough that the duty factor
+    # (thread_dumps.DUTY_FACTOR) let only one into the 3-s window
+    assert free["dump_samples"] >= 1 and free["dump_app_lock_waiting"] < 1
     # the report's "why" table carries it beside the other evidence
     why = jfr_report.why_table(df, "redis").set_index("target")
     assert why.loc["fixture:redis-semaphore-2", "waiting on app locks"].split(":")[0].replace(",", "") \
