@@ -119,7 +119,11 @@ def test_pacer_on_two_cpus_splits_one_schedule_and_its_records_merge_as_one_proc
     rec = read_records(tmp_path / "two" / f"pacer-{spec.stem}.records.parquet")
     assert len(rec) == 1600 and (rec["intended_ns"] == np.round(np.arange(1600) * 1e9 / 800)).all()
     assert ((rec["flags"] >> 8) == (one_rec["flags"] >> 8)).all()   # the same draw of parts
-    assert two.requests == one.requests == 1600 and two.rps == 800 and not two.errors and two.dropped == 0, two
+    # every arrival answered; `requests` counts those sent by the window's end, which a busy host can make
+    # the last one or two miss (a rehearsal beside Maven builds sent the last 2.3 ms late: 1,599)
+    sent = int((rec["intended_ns"] + rec["lag_us"].astype("u8") * 1000 <= 2e9).sum())
+    assert (rec["status"] == 200).all() and not two.errors and two.dropped == 0, two
+    assert two.requests == sent >= 1590 and one.requests >= 1590 and two.rps == sent / 2.0, (sent, one, two)
     assert set(two.parts) == {"plaintext", "cache-aside"} and two.parts["cache-aside"].requests == \
         ((rec["flags"] >> 8) == 1).sum()
     # cache-aside's items: from the start of the cycle in one process, from half way round in the other
