@@ -7,9 +7,9 @@ orchestrator/config/profiles/), the settings the study used, how it was scaled t
 its [quick] table may also set [settings] and [topology] fields.
 
 A study that loads its targets in two ways (cold bursts, then a capacity search with overload and a spike),
-or whose cells take hours in one run, is a preset of [[parts]]: each part is a run of its own (NAME:PART, its own run folder, report and
---resume), with its own profile and whatever else it sets over the preset's tables; `--preset NAME`
-runs them one after the other (`runs`).
+or whose cells take hours in one run, is a preset of [[parts]]: each part is a run of its own (NAME:PART,
+its own run folder, report and --resume), with its own profile and whatever else it sets over the
+preset's tables; `--preset NAME` runs them one after the other (`runs`).
 """
 from __future__ import annotations
 
