@@ -10,7 +10,9 @@ pairs to one 5 % error, and the claim:
 - holds when every pair is decided the study's way;
 - does not hold when one pair is decided the other way (it is named);
 - cannot tell at these repeats otherwise: the pair within the noise is named, with the repeats a side
-  that would tell its lead as measured, or the pair that was withheld and why.
+  that would tell its lead as measured, or the pair that was withheld and why;
+- cannot tell at this load where the only pairs left are level at a closed loop's own ceiling: both
+  sides serve what its clients can send at all (AT_CEILING), which more repeats cannot part.
 
 A cell whose flags only slowed it (bias.py) still counts where its bias cannot have made the pair:
 a throughput measured slowed is at most the truth, so it may be the higher side of a pair, never the
@@ -30,8 +32,10 @@ import math
 from dataclasses import dataclass
 
 from orchestrator import lazy
+from orchestrator.config import kinds
 from orchestrator.config.claim_fields import FARTHEST, NEAREST
 from orchestrator.config.modes import base_id
+from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.core.schema import METRICS
 from orchestrator.results import bias, judge
 from orchestrator.results.analysis import fmt, summary
@@ -41,6 +45,11 @@ pd = lazy.module("pandas")
 LINEAR_BAND = 0.25
 MIN_CLEAN = bias.MIN_CLEAN   # clean repeats a side needs to be judged without its flagged ones
 GIVEN_BACK = "given_back"   # the claim's metric, each repeat given back the time the host stole
+# Both sides of a pair at this share or more of their closed loop's own ceiling (its clients over the
+# scenario's wait: 500 users of a 1-s sleep send at most 500 req/s) are level at that load, not within
+# its noise: no number of repeats parts them there (mvc-vs-reactive-ramp:sleep, run 20261129-041556:
+# MVC virtual 500 req/s, WebFlux 496 and 497, "a lead of 3 % needs 32 repeats" before this rule).
+AT_CEILING = 0.95
 
 
 @dataclass(frozen=True)
@@ -66,10 +75,27 @@ def judge_claim(df: pd.DataFrame, claim: dict, x: str = "concurrency") -> list[d
     clean = {(c["target"], c[x]): c for c in
              (summary(clean_rows, x, [claim["metric"]]).to_dict("records") if len(clean_rows) else [])}
     suffixes = sorted({t[len(base_id(t)):] for t in summ["target"]}) or [""]
+    closed = _closed_loop(rows)
     if claim["form"] == "trend":
-        return [_judged(claim, x, cells, clean, suffix, None) for suffix in suffixes]
+        return [_judged(claim, x, cells, clean, suffix, None, closed) for suffix in suffixes]
     levels = [claim["level"]] if "level" in claim else sorted({lv for (_, lv) in cells}) or [None]
-    return [_judged(claim, x, cells, clean, suffix, level) for suffix in suffixes for level in levels]
+    return [_judged(claim, x, cells, clean, suffix, level, closed) for suffix in suffixes for level in levels]
+
+
+def _closed_loop(rows: pd.DataFrame) -> bool:
+    """Whether every row's load was a closed loop (a fixed number of clients, each waiting for its answer)."""
+    found = set(rows["kind"].dropna()) if len(rows) and "kind" in rows else set()
+    return bool(found) and all(getattr(kinds.KINDS.get(k), "closed_loop", False) for k in found)
+
+
+def load_ceiling(claim: dict, level) -> float | None:
+    """The most a closed loop of `level` clients serves of the claim's scenario, each client waiting the
+    scenario's own wait for every answer; None for a metric other than throughput or a scenario that
+    makes no one wait."""
+    scenario = SCENARIOS.get(claim["scenario"])
+    if claim["metric"] != "rps" or level is None or scenario is None or scenario.wait_ms <= 0:
+        return None
+    return level * 1000.0 / scenario.wait_ms
 
 
 def _with_given_back(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -94,8 +120,9 @@ def _rows(df: pd.DataFrame, claim: dict) -> pd.DataFrame:
     return rows
 
 
-def _judged(claim: dict, x: str, cells: dict, clean: dict, suffix: str, level) -> dict:
-    """One verdict; clean: the cells of the unflagged repeats alone, by (target, level) as cells."""
+def _judged(claim: dict, x: str, cells: dict, clean: dict, suffix: str, level, closed: bool) -> dict:
+    """One verdict; clean: the cells of the unflagged repeats alone, by (target, level) as cells; closed:
+    the load was a closed loop, whose own ceiling may level a pair."""
     study = claim.get("study")
     if claim["form"] == "trend":
         levels = claim["levels"]
@@ -120,7 +147,8 @@ def _judged(claim: dict, x: str, cells: dict, clean: dict, suffix: str, level) -
                       _ratio(study, i, j) if up else _ratio(study, j, i),
                       *((unflagged[i], unflagged[j]) if up else (unflagged[j], unflagged[i]))) for i, j in ahead]
         steps = None
-    verdict, evidence = decide(pairs, claim["metric"], steps, by=claim.get("by"))
+    verdict, evidence = decide(pairs, claim["metric"], steps, by=claim.get("by"),
+                               ceiling=load_ceiling(claim, level) if closed else None)
     here = "; ".join(_here(c, n, claim["metric"]) for c, n in zip(sides, names))
     scenario = claim["scenario"] + (f" ({claim['network']})" if claim.get("network") else "")
     return {"claim": claim["claim"], "here": f"{scenario}{where}: {here}", "verdict": verdict,
@@ -198,16 +226,17 @@ def _given_back(cell: dict, metric: str, truth: str) -> dict | None:
 
 
 def decide(pairs: list[Pair], metric: str, steps: list[float] | None = None,
-           alpha: float = judge.ALPHA, by: float | None = None) -> tuple[str, str]:
+           alpha: float = judge.ALPHA, by: float | None = None, ceiling: float | None = None) -> tuple[str, str]:
     """(verdict, evidence) of a claim made of pairs; steps: each pair's ratio in proportion (linear); by:
-    the least ratio the study's words claim for each pair, which the pair's interval must clear."""
+    the least ratio the study's words claim for each pair, which the pair's interval must clear; ceiling:
+    the most the load could be served (load_ceiling), where a pair both of whose sides reach it is level."""
     judged = [_usable_sides(p, metric) for p in pairs]
     pairs, left_out = [p for p, _ in judged], [why for _, why in judged]
     leads = [judge.lead(_values(p.high, metric), _values(p.low, metric)) if p.high and p.low else None
              for p in pairs]
     p_adj = judge.holm(pd.Series([lead.p if lead and not lead.why else math.nan for lead in leads], dtype=float))
     family = alpha / max(1, len(pairs))
-    said, against, open_ = [], [], []
+    said, against, open_, level = [], [], [], []
     for i, (pair, lead) in enumerate(zip(pairs, leads)):
         decided = lead is not None and not lead.why and p_adj[i] < alpha
         agrees = lead is not None and lead.ratio > 1
@@ -231,6 +260,9 @@ def decide(pairs: list[Pair], metric: str, steps: list[float] | None = None,
             # whichever way it goes, it is not by as much as the study's words say, at Holm's strictest step
             against.append(f"{pair.label} (×{within.low:.2f} to ×{within.high:.2f}: less than the ×{by:g} the "
                            f"study's words claim)")
+        elif not decided and ceiling and min(pair.high[metric], pair.low[metric]) >= AT_CEILING * ceiling:
+            level.append(f"{pair.label}: both at the load's own ceiling of {ceiling:,.0f} req/s (its clients each "
+                         f"waiting the scenario's wait), which no number of repeats parts")
         elif not decided:
             size = abs(100 * (lead.ratio - 1))
             open_.append(f"{pair.label}: within noise (a lead of {size:.0f}% needs "
@@ -247,8 +279,8 @@ def decide(pairs: list[Pair], metric: str, steps: list[float] | None = None,
         said.append(text)
     if against:
         verdict = f"does not hold: {'; '.join(against)}"
-    elif open_:
-        verdict = f"cannot tell at these repeats: {'; '.join(open_)}"
+    elif open_ or level:
+        verdict = f"cannot tell at {'these repeats' if open_ else 'this load'}: {'; '.join(open_ + level)}"
     else:
         verdict = "holds"
     return verdict, " | ".join(said)

@@ -244,6 +244,31 @@ def test_a_malformed_order_is_named(change, problem):
     assert problem in claim_fields.check({**ORDER, **change})
 
 
+def test_targets_level_at_a_closed_loop_s_own_ceiling_cannot_be_told_at_this_load_not_at_these_repeats():
+    # study 003's 1-s sleep at 500 users (run 20261129-041556): 500 users each waiting 1 s send at most 500 req/s
+    lead = {"form": "lead", "claim": "Study 003: with a 1-s blocking sleep, virtual threads reach the highest "
+            "throughput.", "scenario": "sleep-1s", "metric": "rps", "targets": ["spring-mvc:virtual"],
+            "over": ["spring-mvc:platform", "spring-webflux:reactive"], "level": 500}
+
+    def ramp(target, figures, kind="ramp"):
+        return cell(target, figures, scenario="sleep-1s").assign(kind=kind)
+    frames = [ramp("spring-mvc:virtual", [500, 497, 500]), ramp("spring-mvc:platform", [200, 200, 200]),
+              ramp("spring-webflux:reactive", [499, 481, 496])]
+    row = judged(*frames, claim=lead)
+    assert row["verdict"] == ("cannot tell at this load: spring-mvc:virtual ahead of spring-webflux:reactive: both at "
+                              "the load's own ceiling of 500 req/s (its clients each waiting the scenario's wait), "
+                              "which no number of repeats parts"), row["verdict"]
+    assert "spring-mvc:virtual ahead of spring-mvc:platform: ×2.4" in row["evidence"]
+    # an open model's rate is no ceiling of its clients: the same figures are within its noise
+    row = judged(*[f.assign(kind="rate") for f in frames], claim=lead)
+    assert row["verdict"].startswith("cannot tell at these repeats: spring-mvc:virtual ahead of spring-webflux:reactive: "
+                                     "within noise"), row["verdict"]
+    # below the ceiling a pair is judged as any: 480 and 400 of 500 are apart beyond the noise
+    row = judged(ramp("spring-mvc:virtual", [480, 482, 479]), ramp("spring-mvc:platform", [200, 200, 200]),
+                 ramp("spring-webflux:reactive", [400, 401, 399]), claim=lead)
+    assert row["verdict"] == "holds", row["verdict"]
+
+
 def test_a_lead_holds_when_each_leader_is_ahead_of_each_target_it_leads():
     # study 001 at 2,000 connections: Netty + virtual threads the lowest mean of the Tomcat variants
     lead = {"form": "lead", "claim": "Netty + VT the most stable (145 ms at 2,000).", "scenario": "sleep",
