@@ -75,17 +75,14 @@ def judge_claim(df: pd.DataFrame, claim: dict, x: str = "concurrency") -> list[d
     clean = {(c["target"], c[x]): c for c in
              (summary(clean_rows, x, [claim["metric"]]).to_dict("records") if len(clean_rows) else [])}
     suffixes = sorted({t[len(base_id(t)):] for t in summ["target"]}) or [""]
-    closed = _closed_loop(rows)
-    if claim["form"] == "trend":
-        return [_judged(claim, x, cells, clean, suffix, None, closed) for suffix in suffixes]
-    levels = [claim["level"]] if "level" in claim else sorted({lv for (_, lv) in cells}) or [None]
-    return [_judged(claim, x, cells, clean, suffix, level, closed) for suffix in suffixes for level in levels]
-
-
-def _closed_loop(rows: pd.DataFrame) -> bool:
-    """Whether every row's load was a closed loop (a fixed number of clients, each waiting for its answer)."""
+    # a closed loop's clients each wait for their answer: its own ceiling may level a pair
     found = set(rows["kind"].dropna()) if len(rows) and "kind" in rows else set()
-    return bool(found) and all(getattr(kinds.KINDS.get(k), "closed_loop", False) for k in found)
+    closed = bool(found) and found <= kinds.having("closed_loop")
+    if claim["form"] == "trend":
+        return [_judged(claim, x, cells, clean, suffix, None, None) for suffix in suffixes]
+    levels = [claim["level"]] if "level" in claim else sorted({lv for (_, lv) in cells}) or [None]
+    return [_judged(claim, x, cells, clean, suffix, level, load_ceiling(claim, level) if closed else None)
+            for suffix in suffixes for level in levels]
 
 
 def load_ceiling(claim: dict, level) -> float | None:
@@ -120,9 +117,9 @@ def _rows(df: pd.DataFrame, claim: dict) -> pd.DataFrame:
     return rows
 
 
-def _judged(claim: dict, x: str, cells: dict, clean: dict, suffix: str, level, closed: bool) -> dict:
-    """One verdict; clean: the cells of the unflagged repeats alone, by (target, level) as cells; closed:
-    the load was a closed loop, whose own ceiling may level a pair."""
+def _judged(claim: dict, x: str, cells: dict, clean: dict, suffix: str, level, ceiling: float | None) -> dict:
+    """One verdict; clean: the cells of the unflagged repeats alone, by (target, level) as cells; ceiling:
+    the closed loop's own (load_ceiling), None for another load."""
     study = claim.get("study")
     if claim["form"] == "trend":
         levels = claim["levels"]
@@ -147,8 +144,7 @@ def _judged(claim: dict, x: str, cells: dict, clean: dict, suffix: str, level, c
                       _ratio(study, i, j) if up else _ratio(study, j, i),
                       *((unflagged[i], unflagged[j]) if up else (unflagged[j], unflagged[i]))) for i, j in ahead]
         steps = None
-    verdict, evidence = decide(pairs, claim["metric"], steps, by=claim.get("by"),
-                               ceiling=load_ceiling(claim, level) if closed else None)
+    verdict, evidence = decide(pairs, claim["metric"], steps, by=claim.get("by"), ceiling=ceiling)
     here = "; ".join(_here(c, n, claim["metric"]) for c, n in zip(sides, names))
     scenario = claim["scenario"] + (f" ({claim['network']})" if claim.get("network") else "")
     return {"claim": claim["claim"], "here": f"{scenario}{where}: {here}", "verdict": verdict,
