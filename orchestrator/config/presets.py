@@ -8,8 +8,9 @@ its [quick] table may also set [settings] and [topology] fields.
 
 A study that loads its targets in two ways (cold bursts, then a capacity search with overload and a spike),
 or whose cells take hours in one run, is a preset of [[parts]]: each part is a run of its own (NAME:PART,
-its own run folder, report and --resume), with its own profile and whatever else it sets over the
-preset's tables; `--preset NAME` runs them one after the other (`runs`).
+its own run folder, report and --resume), with whatever it sets over the preset's tables (a part whose
+profile is of another kind than the preset's brings its own profile and [quick] whole); `--preset NAME`
+runs them one after the other (`runs`).
 """
 from __future__ import annotations
 
@@ -110,7 +111,8 @@ def _part_names(doc: Document) -> list[str]:
 
 def _part(doc: Document, base: str, part: str) -> Document:
     """The document of one part: the part's tables over the preset's (a table merged key by key, any
-    other value replaced; descriptions joined)."""
+    other value replaced; descriptions joined; a profile of another kind replaces the preset's and its
+    [quick])."""
     parts = _part_names(doc)
     if not part:
         if parts:
@@ -121,10 +123,20 @@ def _part(doc: Document, base: str, part: str) -> Document:
         raise UsageError(f"preset '{base}' has no part '{part}'; valid: {', '.join(parts) or 'none (it has no parts)'}")
     table = dict(doc.table["parts"][parts.index(part)])
     del table["name"]
-    merged = _merge({k: v for k, v in doc.table.items() if k != "parts"}, table)
+    shared = {k: v for k, v in doc.table.items() if k != "parts"}
+    # a part that loads its targets in another way: none of the preset's profile fields (nor its quick
+    # form's) apply to it
+    if _kind(table) not in (None, _kind(shared)):
+        shared = {k: v for k, v in shared.items() if k not in ("profile", "quick")}
+    merged = _merge(shared, table)
     if "description" in table:
         merged["description"] = f"{doc.table.get('description', '').strip()}: {table['description'].strip()}"
     return Document(doc.path, merged)
+
+
+def _kind(table: dict) -> object:
+    profile = table.get("profile")
+    return profile.get("kind") if isinstance(profile, dict) else None
 
 
 def _merge(base: dict, changes: dict) -> dict:

@@ -43,7 +43,8 @@ def test_every_shipped_preset_resolves_against_the_repo():
         "gateway-vt-vs-webflux", "spring-concurrency-models", "redis-frameworks", "capacity-at-slo",
         "mvc-vs-reactive-ramp:db", "mvc-vs-reactive-ramp:light", "mvc-vs-reactive-ramp:sleep",
         "cpu-and-io-bursts", "far-database", "cpu-yield", "cold-start-and-spike:cold",
-        "cold-start-and-spike:overload", "service-calls:capacity", "service-calls:burst"}
+        "cold-start-and-spike:overload", "service-calls:fan-out", "service-calls:cache-aside",
+        "service-calls:burst"}
     for name in presets.names():
         full, quick = presets.load(name, catalog), presets.load(name, catalog, quick=True)
         assert full.profile.kind == quick.profile.kind, name

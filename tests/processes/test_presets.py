@@ -21,6 +21,8 @@ from orchestrator.results import store as results
 # form runs as a preset's (a burst, warm and cold) and test_profiles as a profile's (k6's closed loop);
 # each preset's plan and claims are checked without a JVM (test_claims): 170 s of CI saved
 COVERED = {"service-calls:burst",            # one burst of cache-aside on Vert.x (13 s)
+           # fan-out's quick search on Vert.x, on cache-aside (the smoke and the end-to-end test load it)
+           "service-calls:cache-aside",
            "spring-concurrency-models",      # bursts of sleep at 500 on three Spring targets (60 s)
            "cpu-and-io-bursts",              # warm bursts of its claims' cells on Spring targets (60 s)
            "gateway-vt-vs-webflux",          # 2-s closed loops of k6 on the two gateways (40 s)
@@ -29,7 +31,7 @@ COVERED = {"service-calls:burst",            # one burst of cache-aside on Vert.
 # A capacity preset whose quick form finds pacer's open-model ceiling already in its --results-dir (as
 # tests/processes/test_capacity_end_to_end.py seeds it): a run that measures a missing one is cold-start-and-spike:overload's
 # to show, and measuring it again took about 40 s
-SEEDED_CEILING = {"service-calls:capacity": 40_000.0}
+SEEDED_CEILING = {"service-calls:fan-out": 40_000.0}
 
 
 @pytest.mark.parametrize("name", [n for n in presets.names() if n not in RUN_AS and n not in COVERED])
