@@ -341,15 +341,24 @@ _CAUSES = [re.compile(p) for p in (
     r"\b(?:[a-z_]\w*\.)+[A-Z][\w$]*(?:Exception|Error)\b.*")]
 
 
-def last_cause(path: Path | None) -> str:
+_FATAL = _CAUSES[:3]   # the JVM's own: it cannot be trusted to serve on after one
+
+
+def last_cause(path: Path | None, causes: list[re.Pattern] = _CAUSES) -> str:
     """The line of a server's log that names why it failed ('' if none does)."""
     lines = [line.strip() for line in _tail_text(path, 65536).splitlines()]
     lines = [line for line in lines if line and not line.startswith(("at ", "..."))]
-    for pattern in _CAUSES:
+    for pattern in causes:
         for line in reversed(lines):
             if pattern.search(line):
                 return line[:240]
     return ""
+
+
+def fatal_cause(path: Path | None) -> str:
+    """The line of a JVM's log that says the JVM itself failed (out of memory, a stack overflow, a
+    crash), '' if none does: a load generator that hung against such a JVM hung because of it."""
+    return last_cause(path, _FATAL)
 
 
 def server_failure(what: str, log_path: Path | None) -> str:

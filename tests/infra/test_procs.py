@@ -40,6 +40,19 @@ def test_a_failed_targets_reason_leads_with_the_cause_its_log_names(tmp_path, lo
     assert first.startswith(f"target exited with 1 during the cell{': ' + cause if cause else '; last lines of'}"), first
 
 
+@pytest.mark.parametrize("log,fatal", [
+    (UNDERTOW_OOM, "java.lang.OutOfMemoryError: Cannot reserve 16364 bytes of direct buffer memory"),
+    (CRASH, "# A fatal error has been detected by the Java Runtime Environment:"),
+    # a bind failure or an application's exception is not the JVM's own failure: a generator that hung
+    # beside it hung for a reason of its own
+    (BIND, ""), ("WARN: 504 downstream timed out: bench.mvc.DownstreamTimedOut: downstream timed out\n", "")])
+def test_a_hung_generator_is_blamed_on_the_jvm_only_when_its_log_says_the_jvm_failed(tmp_path, log, fatal):
+    from orchestrator.infra.procs import fatal_cause
+    path = tmp_path / "server.log"
+    path.write_text(log)
+    assert fatal_cause(path).startswith(fatal) and bool(fatal_cause(path)) == bool(fatal), fatal_cause(path)
+
+
 def test_a_tool_is_asked_its_version_once_until_it_changes(tmp_path, monkeypatch):
     from orchestrator.infra import hostinfo
     monkeypatch.setattr(hostinfo, "VERSIONS_FILE", tmp_path / "versions.json")
