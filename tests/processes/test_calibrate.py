@@ -122,7 +122,11 @@ def test_pacer_s_open_model_on_a_mix_is_searched_as_on_one_path(tmp_path):
                                      needed=2_000, scenario=calibrate.MIX)
     assert found["open_probes"] and found["open_ceiling_rps"] > 0, (found, lines)
     assert found["open_ceiling_rps"] == max(p["rate"] for p in found["open_probes"] if p["verdict"].startswith("pass"))
-    assert len(lines) == len(found["open_probes"]) and all(" on plaintext+json at " in line for line in lines), lines
+    # the host's timer first (pacer idle between arrivals), said when pacer lagged at all, then each probe
+    floor = found["open_timer_floor_ms"]
+    assert floor >= 0 and (f"its lag p99 {floor:g} ms is this host's timer" in lines[0]) == (floor > 0), lines
+    probes = lines[1:] if floor > 0 else lines
+    assert len(probes) == len(found["open_probes"]) and all(" on plaintext+json at " in line for line in probes), lines
     # each arrival drew one of the two paths, half each; its record says which (in its flags: a mixed
     # arrival's record is as large as one path's, 24 bytes)
     kept = sorted((tmp_path / "pacer-open-plaintext+json").glob("*.records.parquet"))
