@@ -18,10 +18,13 @@ CPU0 = {0}   # pacer's CPU in these tests
 
 
 
-def on_time(r, steal_since_start) -> bool:
-    """pacer's own send lag p99 within 5 ms, this machine's timer's slack; unless the host stole its CPU
-    meanwhile (a hypervisor that holds the vCPU for tens of ms makes any sender late: 19.7 ms read so)."""
-    return r.send_lag_p99 < 5 or steal_since(CPU0, steal_since_start)[1] > 100 * HOST_STEAL
+def on_time(r, steal_since_start, late_at_most: int | None = None) -> bool:
+    """pacer's own send lag p99 within 5 ms, this machine's timer's slack (and at most `late_at_most`
+    arrivals later than its 1-ms tolerance); unless the host stole its CPU meanwhile (a hypervisor that
+    holds the vCPU for tens of ms makes any sender late: 19.7 ms read so, and a rehearsal with the host
+    stealing read 15 of 200 arrivals late, lag p99 6.5 ms)."""
+    kept = r.send_lag_p99 < 5 and (late_at_most is None or r.late_sends <= late_at_most)
+    return kept or steal_since(CPU0, steal_since_start)[1] > 100 * HOST_STEAL
 
 
 
@@ -35,7 +38,7 @@ def test_every_arrival_is_answered_on_schedule_over_kept_alive_connections(serve
     assert r.requests == len(rec) == 200 and r.rps == 200 and r.dropped == 0 and not r.errors, r
     assert "rate-not-met" not in r.flags, r
     # sent on time, give or take this machine's timer (it wakes a sleeper 0.1-0.5 ms late, at p99)
-    assert on_time(r, stolen) and r.late_sends <= 10, r
+    assert on_time(r, stolen, late_at_most=10), r
     assert server.connections <= 16 and server.count == 200
     # arrival i was due at i / rate, and that is where its latency starts
     assert rec["intended_ns"][10] == 50_000_000 and rec["intended_ns"][-1] == 995_000_000
