@@ -361,6 +361,14 @@ def fatal_cause(path: Path | None) -> str:
     return last_cause(path, _FATAL)
 
 
+def generator_failure(error: Exception, log_path: Path | None) -> tuple[str, bool]:
+    """A failed load generator's reason, and whether the JVM's own failure (fatal_cause) was its cause."""
+    fatal = fatal_cause(log_path)
+    if fatal:
+        return f"the JVM failed: {fatal} (then the load generator: {error})", True
+    return f"load generator failed: {error}", False
+
+
 def server_failure(what: str, log_path: Path | None) -> str:
     """A failed target's reason: what happened and the cause its log names, on one line, then the
     log's last lines."""

@@ -28,7 +28,7 @@ from orchestrator.infra import backends as infra_mod
 from orchestrator.infra import interrupts, run_lock
 from orchestrator.infra.docker_engine import describe_remote
 from orchestrator.infra.hostinfo import git_commit, host_info, tool_version, tool_versions
-from orchestrator.infra.procs import fatal_cause, log_tail
+from orchestrator.infra.procs import generator_failure, log_tail
 from orchestrator.measure import disk_space
 from orchestrator.measure import rows as rows_mod
 from orchestrator.measure.calibrate import ensure_open_ceiling
@@ -282,12 +282,11 @@ class Run:
                     failed += self._fail(target, repeat, cells[i:], e.reason, started)
                     break
                 except DriverFailed as e:
-                    fatal = fatal_cause(started.server.log_path)
-                    if fatal:   # the generator's failure was the JVM's: the rest of its cells go with it
-                        failed += self._fail(target, repeat, cells[i:], f"the JVM failed: {fatal} (then the load "
-                                             f"generator: {e})", started)
+                    reason, jvm_failed = generator_failure(e, started.server.log_path)
+                    if jvm_failed:   # the rest of its cells go with it
+                        failed += self._fail(target, repeat, cells[i:], reason, started)
                         break
-                    rows = rows_mod.failed(self.plan, identity, cell, f"load generator failed: {e}")
+                    rows = rows_mod.failed(self.plan, identity, cell, reason)
                 died = self._restart_dead_infra()
                 if died:
                     # The target's connections (and password) were to the dead servers: start it afresh too.

@@ -38,7 +38,7 @@ from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.core.cpus import parse_cpus
 from orchestrator.drivers.base import DriverFailed
 from orchestrator.errors import TargetFailed
-from orchestrator.infra.procs import fatal_cause, server_failure
+from orchestrator.infra.procs import generator_failure, server_failure
 from orchestrator.targets import parity
 from orchestrator.targets.environment import Environment, Started, wait_ready
 from orchestrator.targets.verify import Verification, verify
@@ -135,9 +135,7 @@ def survives(target: Target, started, settings, connections: int, logs: Path, po
             with _threads_if_stuck(jcmd, started.server.pid, spec.out_dir / f"{name}-threads.txt") as dump:
                 r = driver_registry.get(GENERATOR).run(spec)
         except DriverFailed as e:
-            fatal = fatal_cause(started.server.log_path)
-            return f"{burst}: the JVM failed: {fatal} (then the load generator: {e})" if fatal else \
-                f"{burst}: load generator failed: {e}"
+            return f"{burst}: {generator_failure(e, started.server.log_path)[0]}"
         try:   # the same wait as a start's
             wait_ready(started.server, port, target.framework.health_path, DRAIN_S, time.monotonic(), host)
             answered = True
