@@ -73,7 +73,7 @@ def settle(server, loadgen_cpus: set[int], max_s: float = 30.0, step_s: float = 
     """Wait until the server (a running target, read by its usage(); None if none runs) and the
     load-generator CPUs are quiet for step_s (up to max_s), and the host steals no more than HOST_STEAL
     of steal_cpus (the load-generator CPUs unless given: the server's too, where they are this
-    machine's); returns the seconds waited. Requests the last load left queued keep the server or the
+    machine's; none, an empty set); returns the seconds waited. Requests the last load left queued keep the server or the
     database busy after the generator stops, and a round trip probed meanwhile (on those CPUs, through
     wires that run there) reads their contention, not the link; a host that holds the vCPUs makes any
     probe read the host."""
@@ -81,7 +81,7 @@ def settle(server, loadgen_cpus: set[int], max_s: float = 30.0, step_s: float = 
         u = server.usage() if server else None
         return u.cpu_s if u else (None if server else 0.0)
 
-    steal_cpus = steal_cpus or loadgen_cpus
+    steal_cpus = loadgen_cpus if steal_cpus is None else steal_cpus
     t0 = time.monotonic()
     last, jiffies = cpu_s(), cpu_jiffies()
     while last is not None and time.monotonic() - t0 < max_s:
