@@ -17,7 +17,7 @@ it is not a condition here, because a server that makes connections wait by desi
 accept queue of 100 at 2,000 connections: rps x mean = 0.25 x connections) would never be steady.
 Every profile warms up this way: wrk at the cell's connections (a ramp: its first step's users),
 or, for an open-model rate, the rate kind's default generator (pacer) at the cell's rate.
-After every window the server drains: the next window opens only once it is quiet (up to DRAIN_MAX_S).
+After every window the server drains: the next window opens only once its CPU is quiet (up to DRAIN_MAX_S).
 A generator that stops closes its connections, but a server finishes the requests it had taken, and a
 window shorter than their latency left almost all of them: Spring MVC on virtual threads, fan-out at
 2,000 connections (p50 4.7 s), had 3,200-3,700 requests alive after back-to-back 5-s windows and ran
@@ -32,7 +32,7 @@ from statistics import median
 
 from orchestrator.config import driver_registry
 from orchestrator.config.load import LoadResult, LoadSpec
-from orchestrator.core.cpus import parse_cpus, settle
+from orchestrator.core.cpus import settle
 from orchestrator.core.schema import CLIMB, JIT_QUIET, STEADY_WINDOWS
 from orchestrator.measure.checks import littles_law_holds
 from orchestrator.targets.runtimes import Server
@@ -92,14 +92,15 @@ def quiet_gap_s(last: LoadResult | None) -> float:
     return min(5.0, max(1.0, 2 * last.latency_p99 / 1000.0))
 
 
-def drain(server: Server, loadgen_cpus: str, last: LoadResult | None) -> float:
-    """Wait until the server has finished what the window left in flight (its CPU and the load CPUs
-    quiet, as before a measured window, but whatever the host steals); the seconds waited."""
+def drain(server: Server, last: LoadResult | None) -> float:
+    """Wait until the server has finished what the window left in flight (its CPU quiet); the seconds
+    waited. Not the load CPUs nor the host's steal: whatever else keeps those busy (a test's burner, a
+    neighbour) would hold every window for DRAIN_MAX_S."""
     if server.usage() is None:
         gap = quiet_gap_s(last)
         time.sleep(gap)
         return gap
-    return settle(server, parse_cpus(loadgen_cpus), max_s=DRAIN_MAX_S, steal_cpus=set())
+    return settle(server, set(), max_s=DRAIN_MAX_S, steal_cpus=set())
 
 
 def _median_ms(r: LoadResult) -> float:
@@ -144,7 +145,7 @@ def warm_up(window_s: float, max_s: float, spec: LoadSpec, server: Server) -> Wa
                               jit_s=jit1 - jit0 if jit0 is not None and jit1 is not None else None,
                               duration_s=window_s,
                               latency_p50_ms=None if closed else _median_ms(last),
-                              drain_s=drain(server, spec.cpus, last)))
+                              drain_s=drain(server, last)))
         done = steady(windows)
         if done or spent + window_s > max_s:
             gap = windows[-1].drain_s
