@@ -21,7 +21,7 @@ After every window the server drains: the next window opens only once its CPU is
 A generator that stops closes its connections, but a server finishes the requests it had taken, and a
 window shorter than their latency left almost all of them: Spring MVC on virtual threads, fan-out at
 2,000 connections (p50 4.7 s), had 3,200-3,700 requests alive after back-to-back 5-s windows and ran
-out of its 512-MB heap, where one burst alone peaks at 2,000 and leaves it 712 MiB of RSS.
+out of its 512-MB heap, where one cold burst alone (at most 2,000 in flight) left it 712 MiB of RSS.
 """
 from __future__ import annotations
 
