@@ -63,7 +63,11 @@ class WarmUp:
     spent_s: float
     steady: bool
     windows: tuple[Window, ...]
-    quiet_gap_s: float = 0.0
+
+    @property
+    def quiet_gap_s(self) -> float:
+        """The pause before the measured window: the last window's drain."""
+        return self.windows[-1].drain_s if self.windows else 0.0
 
 
 def climb(rps: list[float]) -> float:
@@ -148,13 +152,14 @@ def warm_up(window_s: float, max_s: float, spec: LoadSpec, server: Server) -> Wa
                               drain_s=drain(server, last)))
         done = steady(windows)
         if done or spent + window_s > max_s:
-            gap = windows[-1].drain_s
-            _keep(spec, windows, done, gap)
-            return WarmUp(spent, done, tuple(windows), gap)
+            warm = WarmUp(spent, done, tuple(windows))
+            _keep(spec, warm)
+            return warm
 
 
-def _keep(spec: LoadSpec, windows: list[Window], done: bool, gap: float) -> None:
+def _keep(spec: LoadSpec, warm: WarmUp) -> None:
     """Every window's figures beside the generator's files: why a cell was (not) called steady."""
     spec.out_dir.mkdir(parents=True, exist_ok=True)
     (spec.out_dir / f"{spec.stem}.windows.json").write_text(json.dumps(
-        {"steady": done, "quiet_gap_s": gap, "windows": [asdict(w) for w in windows]}, indent=1) + "\n")
+        {"steady": warm.steady, "quiet_gap_s": warm.quiet_gap_s, "windows": [asdict(w) for w in warm.windows]},
+        indent=1) + "\n")
