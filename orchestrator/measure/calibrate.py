@@ -66,6 +66,10 @@ OPEN_FLOOR_RATE = 250
 OPEN = Objective(percentile="p99", bound_ms=OPEN_P99_MS, error_budget=0.0)
 OPEN_START, OPEN_RESOLUTION, OPEN_PROBES, OPEN_MAX_VUS = 2000, 0.05, 16, 2000
 OPEN_WINDOW_S = 5.0   # a run's own calibration: its probes' length, up to this
+# A probe failed while the host stole over HOST_STEAL of the CPUs is probed again up to this often before
+# it counts: 2026-11-29, failures at 12-35 % steal set one path's ceiling at 2,438/s, the mix's minutes
+# later 37,000 (each probe starts on a calm host, but it steals in bursts shorter than a window).
+STOLEN_RETRIES = 2
 SCENARIO = Scenario("calibrate", "GET", nginx.PATHS[0], 200, "text/plain", HELLO)
 # A mix of nginx's two paths, half each: what a generator that sends mixes keeps on one (a workload's
 # capacity search offers it a mix) beside what it keeps on a single path
@@ -122,11 +126,11 @@ def open_model(name: str, servers: list[psutil.Process], port: int, loadgen_cpus
                window_s: float, say, resolution: float = OPEN_RESOLUTION, needed: float | None = None,
                scenario: Scenario = SCENARIO) -> dict:
     """The highest arrival rate the generator keeps against nginx (OPEN's test, over the host's timer
-    floor), by a capacity search: nginx is far from its own limit there, so a failure is the generator's,
-    or the machine's. Each probe starts once the CPUs are quiet, and a failed rate is probed again (best
-    of two): a window spoiled by something else on the machine would otherwise cap every capacity search
-    here (a CI run read 484/s, where this machine kind keeps 2,875-4,875/s). needed: the most a run's
-    search can offer; the search stops once the generator kept it (`open_capped_at`: at least that)."""
+    floor), by a capacity search: nginx is far from its limit, so a failure is the generator's or the
+    machine's. Each probe starts once the CPUs are quiet; a failure the host stole from is probed again
+    (STOLEN_RETRIES), and a failed rate once more (best of two): a spoiled window would cap every capacity
+    search (a CI run read 484/s where this machine keeps 2,875-4,875/s). needed: the most a run's search
+    can offer; the search stops once the generator kept it (`open_capped_at`: at least that)."""
     gen, probes = get(name), []
     search = Search(OPEN_START, resolution, OPEN_PROBES, max_rate=needed, retry_failures=True)
     quiet = parse_cpus(loadgen_cpus) | {c for s in servers for c in s.cpu_affinity()}
@@ -138,21 +142,16 @@ def open_model(name: str, servers: list[psutil.Process], port: int, loadgen_cpus
             f"timer, which each probe's test allows on top[/]")
     test, lag_bound = Objective("p99", OPEN_P99_MS + floor, 0.0), OPEN_LAG_MS + floor
     while (rate := search.next_rate()) is not None:
-        r, probe = window(rate)
-        verdict = judge(rate, r, [], test, scenario, None)
-        if verdict.state == LIMIT:   # against nginx every failure is the generator's: probed again as one
-            verdict = Verdict(FAIL, verdict.why)
-        elif verdict.state == PASS and r.send_lag_p99 > lag_bound:
-            verdict = Verdict(FAIL, f"sent {r.late_sends:,} arrivals late, send lag p99 {r.send_lag_p99:.2f} ms "
-                                    f"> {lag_bound:g} ms")
+        for attempt in range(STOLEN_RETRIES + 1):
+            r, probe = window(rate)
+            verdict = _open_verdict(rate, r, test, lag_bound, scenario)
+            stolen = verdict.state == FAIL and (probe["steal_pct"] or 0) > 100 * HOST_STEAL
+            again = stolen and attempt < STOLEN_RETRIES
+            probes.append({**probe, "verdict": f"{verdict.state}: {verdict.why}" + ("; probed again" if again else "")})
+            say(_open_probe_line(name, rate, verdict, probe, scenario, again))
+            if not again:
+                break
         search.record(rate, verdict)
-        probes.append({**probe, "verdict": f"{verdict.state}: {verdict.why}"})
-        waited = f", after {probe['settled_s']:g} s waiting for quiet CPUs" if probe["settled_s"] > 1 else ""
-        # a host that steals the vCPUs makes pacer late on time of its own: the reader sees why
-        steal_pct = probe["steal_pct"]
-        stole = f", the host stole {steal_pct:.0f} % of the CPUs" if steal_pct and steal_pct > 100 * HOST_STEAL else ""
-        on = "" if scenario is SCENARIO else f" on {scenario.name}"
-        say(f"[dim]  {name} open model{on} at {rate:,.0f}/s: {verdict.state} ({escape(verdict.why)}{waited}{stole})[/]")
     lagged = any(p["send_lag_p99_ms"] is not None for p in probes)
     lag = f", send lag p99 <= {OPEN_LAG_MS:g} ms" if lagged else ""
     over = f", each over the host's timer: pacer's lag p99 {floor:g} ms at {OPEN_FLOOR_RATE}/s" if lagged else ""
@@ -160,6 +159,26 @@ def open_model(name: str, servers: list[psutil.Process], port: int, loadgen_cpus
     return {"open_ceiling_rps": round(search.low), "open_outcome": search.outcome(), "open_capped_at": capped,
             "open_test": OPEN.describe(scenario) + lag + over, "open_timer_floor_ms": floor,
             "open_window_s": window_s, "open_resolution": resolution, "open_probes": probes}
+
+
+def _open_verdict(rate: float, r: LoadResult, test: Objective, lag_bound: float, scenario: Scenario) -> Verdict:
+    """A probe's verdict: OPEN's test over the host's timer, and the generator's own send lag within bound."""
+    verdict = judge(rate, r, [], test, scenario, None)
+    if verdict.state == LIMIT:   # against nginx every failure is the generator's: probed again as one
+        return Verdict(FAIL, verdict.why)
+    if verdict.state == PASS and r.send_lag_p99 > lag_bound:
+        return Verdict(FAIL, f"sent {r.late_sends:,} arrivals late, send lag p99 {r.send_lag_p99:.2f} ms > {lag_bound:g} ms")
+    return verdict
+
+
+def _open_probe_line(name: str, rate: float, verdict: Verdict, probe: dict, scenario: Scenario, again: bool) -> str:
+    waited = f", after {probe['settled_s']:g} s waiting for quiet CPUs" if probe["settled_s"] > 1 else ""
+    # a host that steals the vCPUs makes pacer late on time of its own: the reader sees why
+    steal_pct = probe["steal_pct"]
+    stole = f", the host stole {steal_pct:.0f} % of the CPUs" if steal_pct and steal_pct > 100 * HOST_STEAL else ""
+    stole += ": probed again" if again else ""
+    on = "" if scenario is SCENARIO else f" on {scenario.name}"
+    return f"[dim]  {name} open model{on} at {rate:,.0f}/s: {verdict.state} ({escape(verdict.why)}{waited}{stole})[/]"
 
 
 def _open_window(gen, name: str, servers: list[psutil.Process], port: int, loadgen_cpus: str, work: Path,
@@ -299,7 +318,8 @@ def command(server_cpus: str | None, loadgen_cpus: str | None, duration: str, ge
                                            common, console)
                 path = store(results_dir, host, {name: entries[name]})   # each kept if a later one is interrupted
         if shutil.which("nginx") and downstream.ECHO_MODULE.exists():
-            path = _downstream(port + 1, server_cpus, loadgen_cpus, duration_s, results_dir, host, console)
+            path = downstream_ceiling.measure_and_store(port + 1, server_cpus, loadgen_cpus, duration_s, results_dir,
+                                                        host, console)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     console.print(_table(entries, host, server_cpus, loadgen_cpus))
@@ -348,22 +368,6 @@ def _mix_line(name: str, entry: dict) -> str:
              for probes in (entry["open_probes"], entry["open_mix"]["probes"])]
     return (f"{name}: open model on a mix of {MIX.name} {mixed:,} req/s{share}, {entry['open_mix']['outcome']}; "
             f"the host stole up to {stole[0]:.0f} % of the CPUs in one path's search, {stole[1]:.0f} % in the mix's")
-
-
-def _downstream(port: int, server_cpus: str, loadgen_cpus: str, duration_s: float, results_dir: Path, host: dict,
-                console) -> Path:
-    """The downstream service's ceiling (wrk on the server's CPUs against it on the generator's), stored."""
-    procs.ensure_port_free(port, "the downstream service")
-    console.print(f"the downstream service (nginx's echo module) on CPU(s) {loadgen_cpus}, wrk on CPU(s) {server_cpus}")
-    folder = Path(tempfile.mkdtemp(prefix="bench-infra-"))   # as `bench clean` knows the infrastructure's
-    (folder / OWNER_FILE).write_text(procs.Owner.me().mark())
-    try:
-        entry = downstream_ceiling.measure(port, loadgen_cpus, server_cpus, duration_s, folder)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-    path = store(results_dir, host, {}, downstream=entry)
-    console.print(f"downstream: {downstream_ceiling.line(entry)}")
-    return path
 
 
 def _table(entries: dict[str, dict], host: dict, server_cpus: str, loadgen_cpus: str) -> Table:

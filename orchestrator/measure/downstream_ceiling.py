@@ -7,7 +7,9 @@ from outside, which is its timer's precision).
 """
 from __future__ import annotations
 
+import shutil
 import statistics
+import tempfile
 from pathlib import Path
 
 import psutil
@@ -17,8 +19,10 @@ from orchestrator.config.load import LoadSpec
 from orchestrator.config.scenarios import Scenario
 from orchestrator.core import downstream_api
 from orchestrator.core.cpus import cpu_count
-from orchestrator.infra import downstream
+from orchestrator.infra import downstream, procs
+from orchestrator.infra.backends import OWNER_FILE
 from orchestrator.infra.procs import stop_pid
+from orchestrator.measure import ceilings
 
 # (delay in ms, connections): no delay at the generators' usual level; the default delay at twice the
 # pool a target keeps to the downstream (CONTRACT.md), so that timers, not connections, are counted
@@ -68,3 +72,19 @@ def line(entry: dict) -> str:
     return "; ".join(f"{lv['delay_ms']} ms delay at {lv['connections']:,} connections: {lv['median_rps']:,} calls/s, "
                      f"p50 {lv['p50_ms']:g} ms, p99 {lv['p99_ms']:g} ms, its CPU {lv['downstream_cpu_pct']:.0f} %"
                      for lv in entry["levels"])
+
+
+def measure_and_store(port: int, server_cpus: str, loadgen_cpus: str, duration_s: float, results_dir: Path,
+                      host: dict, console) -> Path:
+    """The downstream service's ceiling (wrk on the server's CPUs against it on the generator's), stored."""
+    procs.ensure_port_free(port, "the downstream service")
+    console.print(f"the downstream service (nginx's echo module) on CPU(s) {loadgen_cpus}, wrk on CPU(s) {server_cpus}")
+    folder = Path(tempfile.mkdtemp(prefix="bench-infra-"))   # as `bench clean` knows the infrastructure's
+    (folder / OWNER_FILE).write_text(procs.Owner.me().mark())
+    try:
+        entry = measure(port, loadgen_cpus, server_cpus, duration_s, folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    path = ceilings.store(results_dir, host, {}, downstream=entry)
+    console.print(f"downstream: {line(entry)}")
+    return path

@@ -133,3 +133,30 @@ def test_pacer_s_open_model_on_a_mix_is_searched_as_on_one_path(tmp_path):
     assert kept, sorted(str(p) for p in tmp_path.rglob("*"))
     part = read_records(kept[-1])["flags"] >> 8
     assert set(part) == {0, 1} and abs((part == 0).mean() - 0.5) < 0.05, part
+
+
+def test_a_probe_failed_while_the_host_stole_is_probed_again_before_it_counts(tmp_path, monkeypatch):
+    # A rate pacer cannot keep here fails for real; the host's steal is read as 30 % in the two windows
+    # after the timer's (host steal cannot be caused on purpose): each is probed again, the third counts,
+    # and the search's own second try at a failed rate follows as before
+    windows, real = [], calibrate.steal_since
+
+    def steal_since(cpus, before=None):
+        now, pct = real(cpus, before)
+        if before is not None:
+            windows.append(pct)
+        return now, (30.0 if before is not None and len(windows) in (2, 3) else pct)
+
+    monkeypatch.setattr(calibrate, "steal_since", steal_since)
+    monkeypatch.setattr(calibrate, "OPEN_START", 1_000_000)
+    monkeypatch.setattr(calibrate, "OPEN_PROBES", 2)
+    lines = []
+    with nginx.serving(int(PORT), "1", tmp_path) as servers:
+        found = calibrate.open_model("pacer", servers, int(PORT), "0", tmp_path, 1.0, lines.append, resolution=0.5)
+    probes = found["open_probes"]
+    assert [p["rate"] for p in probes] == [1_000_000] * 4, probes
+    assert [p["verdict"].endswith("; probed again") for p in probes] == [True, True, False, False], probes
+    assert all(p["verdict"].startswith("fail") for p in probes) and found["open_ceiling_rps"] < 1_000_000, probes
+    said = [line for line in lines if " at 1,000,000/s: " in line]
+    assert len(said) == 4 and all("the host stole 30 % of the CPUs: probed again" in line for line in said[:2]), lines
+    assert not any("probed again" in line for line in said[2:]), lines
