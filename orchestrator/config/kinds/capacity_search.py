@@ -7,10 +7,10 @@ rate offered. The search brackets (the first probe at the profile's common rate,
 until a probe fails, or halving until one passes) and then bisects until the interval
 [highest pass, lowest fail] is narrower than the resolution. A verdict within CLOSE of the bound
 is probed once more when it passed, and passes only if both probes pass. A probe failed by pacer's
-own lag, while the host stole the CPUs (host-steal) or the JIT compiled (jit-compiling), and a
-failed first probe, are probed once more too, and the second probe is the rate's verdict: the host
-that took the load CPU for tens of milliseconds once should not end a search as the generator's
-limit, nor a JVM still compiling cap it.
+own lag, while the host stole the CPUs (host-steal) or the JIT compiled (jit-compiling), and a failed
+first probe, are probed once more too, and the second probe is the rate's verdict: the host that took the load CPU for tens of
+milliseconds once should not end a search as the generator's limit, nor a JVM still compiling in
+the first probe cap it at the common rate.
 
 A probe the generator could not deliver (its CPUs saturated, a rate above what `bench calibrate`
 measured it to keep in an open model here, arrivals it sent late by its own lag (pacer), or arrivals
