@@ -19,7 +19,7 @@ from orchestrator.errors import TargetFailed
 from orchestrator.infra.procs import server_failure
 from orchestrator.measure import rows as rows_mod
 from orchestrator.measure.ceilings import ceilings, cell_ceiling
-from orchestrator.measure.checks import cell_flags, jit_compiling
+from orchestrator.measure.checks import cell_flags
 from orchestrator.measure.evidence import Probe, off_contract
 from orchestrator.measure.flight_recorder import CellRecorder
 from orchestrator.measure.sampling import Sampler, ServerSample
@@ -110,8 +110,7 @@ class WarmedUpCell:
                            steal_pct=max((v for v in (sample.loadgen_cpus_steal_pct, sample.server_cpus_steal_pct)
                                           if v is not None), default=None), steal_peak_pct=sample.steal_peak_pct,
                            foreign_pct=sample.server_cpus_foreign_pct)
-                + backends + result.flags + ([] if self.warm.steady else ["not-steady"])
-                + (["jit-compiling"] if jit_compiling(sample.jit_time_s, result.duration_s) else []))
+                + backends + result.flags + ([] if self.warm.steady else ["not-steady"]))
 
     def _misses_off(self, evidence, in_flight: int, duration_s: float) -> bool:
         ids, ttl_s = self.scenario.ids, self.settings.cache_ttl_s

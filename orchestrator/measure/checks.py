@@ -19,16 +19,6 @@ from orchestrator.core.schema import (
     SERVER_CPUS_SHARED,
 )
 
-# A window in which the JIT compilers took more than this share of its time measured a JVM still warming
-# up (flag jit-compiling): 2026-11-29, WebFlux's cache-aside failed 1,000/s (p99 66 ms) with 2.5 s of JIT in
-# a 4-s probe, after a warm-up that read steady, then passed 1,407/s with p99 6.5 ms.
-JIT_BUSY = 0.25
-
-
-def jit_compiling(jit_time_s: float | None, duration_s: float) -> bool:
-    """Whether the JIT compiled for more than JIT_BUSY of a window (unknown: no)."""
-    return bool(jit_time_s and duration_s > 0 and jit_time_s > JIT_BUSY * duration_s)
-
 
 def littles_law_ratio(concurrency: int, r: LoadResult) -> float:
     """In-flight requests implied by Little's law (rps x mean latency) over the connections held open.

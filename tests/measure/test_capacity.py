@@ -242,23 +242,6 @@ def test_a_probe_that_failed_while_the_host_stole_the_cpus_is_probed_again_and_t
     assert s.low == 4000 and s.next_rate() == 8000
 
 
-def test_a_probe_that_failed_while_the_jit_compiled_is_probed_again_and_the_second_decides():
-    from orchestrator.measure.checks import jit_compiling
-    o, cache = Objective("p99", 50.0, 0.001), Scenario("cache-aside", "GET", "/cache-aside", 200, "application/json")
-    # WebFlux reactive on cache-aside (run 20261129-142639): 2.5 s of JIT in a 4-s probe failed 1,000/s
-    # with p99 66 ms; 0.9 s of it in a pass, and an unknown JIT time, are not that
-    assert jit_compiling(2.54, 4.0) and not jit_compiling(0.88, 4.0) and not jit_compiling(None, 4.0)
-    compiling = judge(1_000, pacer_probe(66.4, 0.3), ["jit-compiling"], o, cache, None, 50)
-    assert compiling.state == FAIL and compiling.again and "the JIT was compiling" in compiling.why
-    assert judge(1_000, pacer_probe(6.5, 0.3), ["jit-compiling"], o, cache, None, 50).state == PASS
-    s = Search(start=500, resolution=0.10, max_probes=14)
-    s.record(s.next_rate(), Verdict(PASS, ""))
-    s.record(s.next_rate(), compiling)
-    assert s.next_rate() == 1000 and s.high is None       # not believed yet
-    s.record(1000, Verdict(PASS, ""))
-    assert s.low == 1000 and s.next_rate() == 2000
-
-
 def test_past_the_knee_goodput_that_holds_is_graceful_and_one_that_does_not_collapses_with_its_evidence():
     from orchestrator.config.kinds.capacity import overload_verdict
     def probe(goodput, **kw):

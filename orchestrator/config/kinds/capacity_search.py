@@ -7,8 +7,8 @@ rate offered. The search brackets (the first probe at the profile's common rate,
 until a probe fails, or halving until one passes) and then bisects until the interval
 [highest pass, lowest fail] is narrower than the resolution. A verdict within CLOSE of the bound
 is probed once more when it passed, and passes only if both probes pass. A probe failed by pacer's
-own lag, while the host stole the CPUs (host-steal) or the JIT compiled (jit-compiling), and a failed
-first probe, are probed once more too, and the second probe is the rate's verdict: the host that took the load CPU for tens of
+own lag or while the host stole the CPUs (host-steal), and a failed first probe, are probed once
+more too, and the second probe is the rate's verdict: the host that took the load CPU for tens of
 milliseconds once should not end a search as the generator's limit, nor a JVM still compiling in
 the first probe cap it at the common rate.
 
@@ -56,9 +56,8 @@ def judge(offered: float, r: LoadResult, flags: list[str], objective: Objective,
           most: float | None, vus: int | None = None) -> Verdict:
     """Whether one probe at the offered rate met the objective, and if not, why. most: the highest
     rate the generator can offer here (None: unknown); vus: the VUs (connections) it had. A probe that
-    did not pass while the host stole the CPUs (flag host-steal), or while the JIT compiled for a quarter
-    of it (jit-compiling), is probed once more, and the second decides: the host took the server's or
-    the generator's CPU from under it, or the JVM was still warming up.
+    did not pass while the host stole the CPUs (flag host-steal) is probed once more, and the second
+    decides: the host took the server's or the generator's CPU from under it.
 
     pacer says itself when it fell behind its schedule: its own send lag (arrivals that found a
     connection idle) is in every latency, so a probe that met the objective with it passes, and one
@@ -76,8 +75,6 @@ def judge(offered: float, r: LoadResult, flags: list[str], objective: Objective,
     verdict = _judge(offered, r, flags, objective, scenario, most, vus)
     if "host-steal" in flags and verdict.state != PASS:
         return replace(verdict, why=f"{verdict.why}; the host stole CPU time meanwhile (host-steal)", again=True)
-    if "jit-compiling" in flags and verdict.state != PASS:
-        return replace(verdict, why=f"{verdict.why}; the JIT was compiling meanwhile (jit-compiling)", again=True)
     return verdict
 
 
