@@ -145,8 +145,7 @@ def open_model(name: str, servers: list[psutil.Process], port: int, loadgen_cpus
         for attempt in range(STOLEN_RETRIES + 1):
             r, probe = window(rate)
             verdict = _open_verdict(rate, r, test, lag_bound, scenario)
-            stolen = verdict.state == FAIL and (probe["steal_pct"] or 0) > 100 * HOST_STEAL
-            again = stolen and attempt < STOLEN_RETRIES
+            again = verdict.state == FAIL and _stolen(probe) > 0 and attempt < STOLEN_RETRIES
             probes.append({**probe, "verdict": f"{verdict.state}: {verdict.why}" + ("; probed again" if again else "")})
             say(_open_probe_line(name, rate, verdict, probe, scenario, again))
             if not again:
@@ -171,11 +170,16 @@ def _open_verdict(rate: float, r: LoadResult, test: Objective, lag_bound: float,
     return verdict
 
 
+def _stolen(probe: dict) -> float:
+    """The % of the CPUs the host stole during a probe when above HOST_STEAL, else 0."""
+    pct = probe["steal_pct"] or 0
+    return pct if pct > 100 * HOST_STEAL else 0
+
+
 def _open_probe_line(name: str, rate: float, verdict: Verdict, probe: dict, scenario: Scenario, again: bool) -> str:
     waited = f", after {probe['settled_s']:g} s waiting for quiet CPUs" if probe["settled_s"] > 1 else ""
     # a host that steals the vCPUs makes pacer late on time of its own: the reader sees why
-    steal_pct = probe["steal_pct"]
-    stole = f", the host stole {steal_pct:.0f} % of the CPUs" if steal_pct and steal_pct > 100 * HOST_STEAL else ""
+    stole = f", the host stole {_stolen(probe):.0f} % of the CPUs" if _stolen(probe) else ""
     stole += ": probed again" if again else ""
     on = "" if scenario is SCENARIO else f" on {scenario.name}"
     return f"[dim]  {name} open model{on} at {rate:,.0f}/s: {verdict.state} ({escape(verdict.why)}{waited}{stole})[/]"
