@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from orchestrator.config.kinds.base import CellRun, Kind, Rows
-from orchestrator.config.kinds.capacity_search import PASS, Search, judge, vus_for
+from orchestrator.config.kinds.capacity_search import PASS, SPOILED, Search, judge, vus_for
 from orchestrator.config.load import LoadResult
 from orchestrator.config.objective import Objective, parse_slo
 from orchestrator.core.schema import GRACEFUL, percentile_label
@@ -98,9 +98,9 @@ class CapacityKind(Kind):
         rows, best, results = [], None, []
         while (rate := search.next_rate()) is not None:
             known = f"{search.low:,.0f} passed" + (f", {search.high:,.0f} failed" if search.high else "")
-            if rows and rows[-1]["rate"] == rate and "host-steal" in rows[-1]["check_flags"].split(","):
-                # probed again because the host held the CPUs: not before it has let go of them
-                cell.progress(f"{scenario.name}: waiting for the host to stop stealing the CPUs")
+            if rows and rows[-1]["rate"] == rate and set(SPOILED) & set(rows[-1]["check_flags"].split(",")):
+                # probed again because something held the CPUs: not before it has let go of them
+                cell.progress(f"{scenario.name}: waiting for the CPUs to be quiet and the host to stop stealing them")
                 cell.calm()
             cell.progress(f"{scenario.name}: probe {len(search.probes) + 1} at {rate:,.0f}/s ({known})")
             row, result, row_flags = self._probe(cell, rate, len(rows) + 1, slo)

@@ -7,7 +7,8 @@ rate offered. The search brackets (the first probe at the profile's common rate,
 until a probe fails, or halving until one passes) and then bisects until the interval
 [highest pass, lowest fail] is narrower than the resolution. A verdict within CLOSE of the bound
 is probed once more when it passed, and passes only if both probes pass. A probe failed by pacer's
-own lag or while the host stole the CPUs (host-steal), and a failed first probe, are probed once
+own lag, while the host stole the CPUs (host-steal) or another process used the server's
+(server-cpus-shared), and a failed first probe, are probed once
 more too, and the second probe is the rate's verdict: the host that took the load CPU for tens of
 milliseconds once should not end a search as the generator's limit, nor a JVM still compiling in
 the first probe cap it at the common rate.
@@ -52,12 +53,20 @@ class Verdict:
     again: bool = False   # probe the rate once more, the second probe deciding (Search._second_decides)
 
 
+# Flags that say something took the server's or the generator's CPU from under a probe: a probe that
+# failed with one is probed again and the second decides. One process on the server's CPU for a 2-s
+# probe cut a Vert.x A/A JVM's capacity on a mix from 6,000-7,500 to 1,938-2,000 (docs/workloads.md).
+SPOILED = {"host-steal": "the host stole CPU time meanwhile",
+           "server-cpus-shared": "another process used the server's CPU meanwhile"}
+
+
 def judge(offered: float, r: LoadResult, flags: list[str], objective: Objective, scenario: Scenario,
           most: float | None, vus: int | None = None) -> Verdict:
     """Whether one probe at the offered rate met the objective, and if not, why. most: the highest
     rate the generator can offer here (None: unknown); vus: the VUs (connections) it had. A probe that
-    did not pass while the host stole the CPUs (flag host-steal) is probed once more, and the second
-    decides: the host took the server's or the generator's CPU from under it.
+    did not pass while the host stole the CPUs (flag host-steal) or another process used the server's
+    (server-cpus-shared) is probed once more, and the second decides: something took the server's or the
+    generator's CPU from under it.
 
     pacer says itself when it fell behind its schedule: its own send lag (arrivals that found a
     connection idle) is in every latency, so a probe that met the objective with it passes, and one
@@ -73,8 +82,9 @@ def judge(offered: float, r: LoadResult, flags: list[str], objective: Objective,
     3 ms) was too short to keep half the VUs waiting, the drops were the generator's; otherwise the
     target stalled, and its drops count against it."""
     verdict = _judge(offered, r, flags, objective, scenario, most, vus)
-    if "host-steal" in flags and verdict.state != PASS:
-        return replace(verdict, why=f"{verdict.why}; the host stole CPU time meanwhile (host-steal)", again=True)
+    taken = [f"{why} ({flag})" for flag, why in SPOILED.items() if flag in flags]
+    if taken and verdict.state != PASS:
+        return replace(verdict, why=f"{verdict.why}; {', '.join(taken)}", again=True)
     return verdict
 
 
