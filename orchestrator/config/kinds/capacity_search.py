@@ -54,8 +54,8 @@ class Verdict:
 
 
 # Flags that say something took the server's or the generator's CPU from under a probe: a probe that
-# failed with one is probed again and the second decides. One process on the server's CPU for a 2-s
-# probe cut a Vert.x A/A JVM's capacity on a mix from 6,000-7,500 to 1,938-2,000 (docs/workloads.md).
+# failed with one is probed again and the second decides. Something else taking 12 % of the server's CPU
+# in one 8-s probe cut a Vert.x A/A JVM's capacity on a mix from 6,000-7,500 to 1,938-2,000 (docs/workloads.md).
 SPOILED = {"host-steal": "the host stole CPU time meanwhile",
            "server-cpus-shared": "another process used the server's CPU meanwhile"}
 
