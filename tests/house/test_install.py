@@ -49,3 +49,30 @@ def test_an_installed_package_has_its_data_files_and_runs_from_a_checkout(tmp_pa
     assert "spring-mvc:virtual" in out["list"]
     assert Path(sys.executable).with_name("bench").exists(), "installing elsewhere removed this environment's bench"
     assert "capacity" in out["profiles"] and "spring-concurrency-models" in out["presets"]
+
+
+def test_a_bench_process_reads_every_module_it_imports_from_bytecode():
+    """Where PYTHONDONTWRITEBYTECODE is set, Python compiles from source whatever has no .pyc, in every
+    process: the install byte-compiles the dependencies, and the installer the project's own modules
+    (orchestrator/__main__.py). A command's imports, and the figures and storage it loads, each have a
+    .pyc that matches its source's time and size."""
+    from orchestrator import __main__ as installer
+    installer._compile_own()   # as `python3 -m orchestrator` does before each command
+    probe = ("import importlib.util, struct, sys, os\n"
+             "import orchestrator.cli.app, orchestrator.measure.runner, orchestrator.results.store, pandas, pyarrow\n"
+             "for m in list(sys.modules.values()):\n"
+             "    f = getattr(m, '__file__', None) or ''\n"
+             "    if not f.endswith('.py'): continue\n"
+             "    c, st = importlib.util.cache_from_source(f), os.stat(f)\n"
+             "    head = open(c, 'rb').read(16) if os.path.exists(c) else bytes(16)\n"
+             "    (flags,) = struct.unpack('<4xI8x', head)\n"
+             "    ok = head[8:] == importlib.util.source_hash(open(f, 'rb').read()) if flags & 1 else "
+             "struct.unpack('<8x2I', head) == (int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF)\n"
+             "    if not ok: print(f)\n")
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                       env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"}, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    uncompiled = r.stdout.split()
+    assert not uncompiled, f"{len(uncompiled)} modules compiled from source in every process (an environment " \
+                           f"made before the install compiled bytecode: `python3 -m orchestrator test` makes it " \
+                           f"again), e.g. {uncompiled[:5]}"
