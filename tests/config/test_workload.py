@@ -157,3 +157,22 @@ def test_an_a_a_pair_on_a_mix_shares_its_place():
     df = pd.concat([capacity_rows("a:x", [2000, 2150, 2050], [2150, 2300, 2200]),
                     capacity_rows("a:x+heap-512m", [2100, 2000, 2050], [2250, 2150, 2200])])
     assert list(answer(df, "read-mostly", {"core": 0.04, "gib": 0.005})["place"]) == ["1", "=1"]
+
+
+def test_steal_in_a_search_keeps_its_interval_and_a_failure_it_spoiled_leaves_no_ceiling():
+    # run 20261129-204336: Vert.x on half json, half primes, against a copy with 1 ms more CPU on json;
+    # every search met the host stealing in some probe, and the answer placed the copy "=1" at half the capacity
+    import pandas as pd
+
+    from orchestrator.results.workload_answer import answer
+    fast = capacity_rows("a:x", [1938, 2438, 1938], [2000, 2500, 2000]).assign(check_flags="host-steal,capacity-found")
+    slow = capacity_rows("b:y", [969, 1062, 844], [1000, 1094, 875]).assign(
+        check_flags=["host-steal,capacity-found", "capacity-found", "capacity-found"])
+    table = answer(pd.concat([fast, slow]), "read-mostly", {"core": 0.04, "gib": 0.005})
+    assert list(table["place"]) == ["1", "2"] and table.loc[1, "capacity_high_rps"] == 1094
+    # a JVM whose deciding failure met steal (or whose overload held above it) has no known ceiling:
+    # the copy can then not be placed below
+    for flag in ("capacity-failure-spoiled", "capacity-in-doubt"):
+        doubted = slow.assign(check_flags=["host-steal,capacity-found", f"capacity-found,{flag}", "capacity-found"])
+        table = answer(pd.concat([fast, doubted]), "read-mostly", {"core": 0.04, "gib": 0.005})
+        assert list(table["place"]) == ["1", "=1"] and table.loc[1, "capacity_high_rps"] == float("inf"), flag

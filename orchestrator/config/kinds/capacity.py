@@ -202,12 +202,18 @@ class CapacityKind(Kind):
 def capacity_flags(best: dict | None, rows: list[dict], outcome: str, overloads: list[dict] = (),
                    failed_at: float | None = None) -> list[str]:
     """The capacity row's flags: those of the probe at its low end, host-steal when the host held the
-    CPUs in any probe of the search (the interval may be the host's), the outcome, and capacity-in-doubt
-    when an overload probe met the objective above the rate that failed it in the search."""
+    CPUs in any probe of the search, the outcome, capacity-in-doubt when an overload probe met the
+    objective above the rate that failed it in the search, and capacity-failure-spoiled when the probe
+    that decided that failure (probed again, the second) still met something holding the CPUs (SPOILED):
+    that JVM's ceiling is then not known. A pass under steal stays a pass: steal only slows."""
     flags = [f for f in ((best or {}).get("check_flags") or "").split(",") if f]
     if "host-steal" not in flags and any("host-steal" in (r.get("check_flags") or "").split(",") for r in rows):
         flags.append("host-steal")
-    return [*flags, f"capacity-{outcome}", *(["capacity-in-doubt"] if _held_above(overloads, failed_at) else [])]
+    decided = [r for r in rows if failed_at is not None and r.get("rate") == failed_at
+               and not (r.get("verdict") or "").startswith(PASS)]
+    spoiled = bool(decided) and bool(set(SPOILED) & set((decided[-1].get("check_flags") or "").split(",")))
+    return [*flags, f"capacity-{outcome}", *(["capacity-in-doubt"] if _held_above(overloads, failed_at) else []),
+            *(["capacity-failure-spoiled"] if spoiled else [])]
 
 
 def _held_above(overloads: list[dict], failed_at: float | None) -> dict | None:
