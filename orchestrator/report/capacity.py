@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING
 
 from orchestrator import lazy
 from orchestrator.config import kinds
+from orchestrator.config.kinds.capacity import FAILURE_SPOILED
 from orchestrator.core.schema import PERCENTILES, latency_column, percentile_label
 from orchestrator.results import bias
-from orchestrator.results.capacities import CEILING_UNKNOWN, across_jvms, stolen
+from orchestrator.results.capacities import across_jvms, ceiling, stolen
 
 pd = lazy.module("pandas")
 figure = lazy.module("matplotlib.figure")   # loaded by a chart, not by the CLI that names this module
@@ -30,13 +31,9 @@ def split(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
 def _interval(row) -> str:
     if row["status"] != "ok":
         return f"failed: {str(row['reason']).splitlines()[0][:60]}"
-    high = row["capacity_high_rps"]   # none where no probe failed: the generator's limit
-    flags = bias.flags_of(row.get("check_flags") or "")
-    if CEILING_UNKNOWN & flags or high != high or high is None:   # no known ceiling in this JVM
-        high = float("inf")
     marks = [*(["host-steal"] if stolen(row) else []),
-             *(["its failure spoiled"] if "capacity-failure-spoiled" in flags else [])]
-    return (span(row["capacity_low_rps"], high) + OUTCOMES.get(row["verdict"], f" ({row['verdict']})")
+             *(["its failure spoiled"] if FAILURE_SPOILED in bias.flags_of(row.get("check_flags") or "") else [])]
+    return (span(row["capacity_low_rps"], ceiling(row)) + OUTCOMES.get(row["verdict"], f" ({row['verdict']})")
             + (f" ⚠ {', '.join(marks)}" if marks else ""))
 
 

@@ -3,6 +3,7 @@ the host stole from a search."""
 from __future__ import annotations
 
 from orchestrator import lazy
+from orchestrator.config.kinds.capacity import FAILURE_SPOILED, IN_DOUBT
 from orchestrator.results import bias
 
 pd = lazy.module("pandas")
@@ -17,7 +18,15 @@ def stolen(row) -> bool:
 # decided it met the host stealing or another process on the server's CPU (config/kinds/capacity.py).
 # Steal in any other probe does not void the interval: a pass under steal is a pass, and a failure under
 # it is probed again before it counts.
-CEILING_UNKNOWN = {"capacity-in-doubt", "capacity-failure-spoiled"}
+CEILING_UNKNOWN = {IN_DOUBT, FAILURE_SPOILED}
+
+
+def ceiling(row) -> float:
+    """The lowest rate that failed one JVM's search, or inf where none did (the generator's limit) or its
+    failure was not its own (CEILING_UNKNOWN)."""
+    high = row.get("capacity_high_rps")
+    unknown = CEILING_UNKNOWN & bias.flags_of(row.get("check_flags") or "")
+    return float("inf") if unknown or high is None or high != high else float(high)
 
 
 def across_jvms(rows: pd.DataFrame) -> tuple[float, float] | None:
@@ -27,7 +36,4 @@ def across_jvms(rows: pd.DataFrame) -> tuple[float, float] | None:
     CEILING_UNKNOWN). None when a repeat failed."""
     if rows.empty or (rows["status"] != "ok").any():
         return None
-    unknown = rows["check_flags"].fillna("").map(lambda f: bool(CEILING_UNKNOWN & bias.flags_of(f))) \
-        if "check_flags" in rows else pd.Series(False, index=rows.index)
-    highs = rows["capacity_high_rps"].astype(float).where(~unknown, float("inf"))
-    return float(rows["capacity_low_rps"].min()), float("inf") if highs.isna().any() else float(highs.max())
+    return float(rows["capacity_low_rps"].min()), max(ceiling(r) for _, r in rows.iterrows())

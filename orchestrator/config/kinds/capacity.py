@@ -199,6 +199,10 @@ class CapacityKind(Kind):
         return [row], series
 
 
+# A capacity row's flags that say its JVM's ceiling is not known (results/capacities.py reads them)
+IN_DOUBT, FAILURE_SPOILED = "capacity-in-doubt", "capacity-failure-spoiled"
+
+
 def capacity_flags(best: dict | None, rows: list[dict], outcome: str, overloads: list[dict] = (),
                    failed_at: float | None = None) -> list[str]:
     """The capacity row's flags: those of the probe at its low end, host-steal when the host held the
@@ -212,8 +216,8 @@ def capacity_flags(best: dict | None, rows: list[dict], outcome: str, overloads:
     decided = [r for r in rows if failed_at is not None and r.get("rate") == failed_at
                and not (r.get("verdict") or "").startswith(PASS)]
     spoiled = bool(decided) and bool(set(SPOILED) & set((decided[-1].get("check_flags") or "").split(",")))
-    return [*flags, f"capacity-{outcome}", *(["capacity-in-doubt"] if _held_above(overloads, failed_at) else []),
-            *(["capacity-failure-spoiled"] if spoiled else [])]
+    return [*flags, f"capacity-{outcome}", *([IN_DOUBT] if _held_above(overloads, failed_at) else []),
+            *([FAILURE_SPOILED] if spoiled else [])]
 
 
 def _held_above(overloads: list[dict], failed_at: float | None) -> dict | None:
