@@ -32,9 +32,11 @@ DOCKER = ["--runtime", "docker", "--offline"]
 
 def test_run_in_containers_writes_the_same_rows(results_dir):
     """The rows of the process runtime, here of a JVM started from the JDK's AOT cache (one JVM start
-    more than the default mode's, for the training: the suite's time is short)."""
+    more than the default mode's, for the training) and recorded by Flight Recorder: the suite's time
+    is short."""
     r = bench("run", "-f", "fixture:ok", "-s", "json,sleep", "-c", "8", "--warmup", "1s", "--warmup-max", "1s", "-d", "2s",
-              "--jvm-mode", "aot-cache", "--memory", "768m", "--results-dir", str(results_dir), *DOCKER, *PORTS)
+              "--jvm-mode", "aot-cache", "--jfr", "--memory", "768m", "--results-dir", str(results_dir), *DOCKER,
+              *PORTS)
     assert r.returncode == 0, r.stdout + r.stderr
     run = next(results_dir.iterdir())
     df = pd.read_parquet(run / "measurements.parquet")
@@ -51,6 +53,14 @@ def test_run_in_containers_writes_the_same_rows(results_dir):
     log = run / "logs" / f"fixture-ok-aot-cache-{run.name}{aot_cache.CLASS_LOG_SUFFIX}"
     assert "] Fixture source: shared objects file" in log.read_text()
     assert (df["classes_from_cache"] > 0.5 * df["classes_loaded"]).all(), df[["classes_loaded", "classes_from_cache"]]
+    # the JVM writes its recording in the container's /tmp, taken through /proc/<pid>/root: json's
+    # window keeps its one CPU busy, so Flight Recorder sampled its server (the JDK's) there
+    assert df["jfr_error"].isna().all(), df["jfr_error"]
+    assert all((run / f).stat().st_size > 0 for f in df["jfr_file"])
+    json_row = df[df["scenario"] == "json"].iloc[0]
+    assert json_row["jfr_samples"] > 10 and "sun.net.httpserver" in json_row["jfr_hot_methods"], json_row["jfr_hot_methods"]
+    # thread dumps through the container's attach socket: the sleeps wait on no lock of the application's
+    assert (df["dump_samples"] >= 2).all() and sleep["dump_app_lock_waiting"] == 0
 
 
 def test_the_jvm_in_the_container_sees_its_cpu_and_memory_limits(tmp_path, monkeypatch):

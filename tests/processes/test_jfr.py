@@ -54,16 +54,6 @@ def test_cpu_work_on_an_event_loop_shows_as_its_share_in_application_code(result
     assert "<html" in graph.lower() and "countPrimes" in graph   # its names are prefix-compressed
 
 
-def test_a_target_in_a_container_is_recorded_too(results_dir):
-    # the JVM writes the recording in the container's /tmp; it is taken through /proc/<pid>/root
-    row = run(results_dir, "fixture:event-loop", "cpu", 800, "--jfr", "--runtime", "docker", "--offline").iloc[-1]
-    assert row["runtime"] == "docker" and pd.isna(row["jfr_error"]), row["jfr_error"]
-    assert row["jfr_event_loop_samples"] > 10 and "Fixture.countPrimes" in row["jfr_hot_methods"]
-    assert (results.find_run(None, results_dir) / row["jfr_file"]).stat().st_size > 0
-    # thread dumps through the container's attach socket; an event loop waits on no lock of its own
-    assert row["dump_samples"] >= 2 and row["dump_app_lock_waiting"] == 0
-
-
 def test_a_semaphore_in_application_code_shows_as_threads_waiting_on_it(results_dir):
     # 64 connections to /redis: behind 2 permits, nearly every request in flight waits for one; without
     # them, none does. Redis sees one command per request either way, and virtual threads park unseen by

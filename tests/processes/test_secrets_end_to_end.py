@@ -70,6 +70,7 @@ def test_a_recorded_run_leaves_no_password_and_no_environment_and_only_its_owner
     (run_dir,) = results_dir.iterdir()
     assert len(list(run_dir.rglob("*.jfr"))) == 2, "a recording per scenario: nothing was searched"
     assert leaks(run_dir, {"the password": password, "the canary": canary}) == []
+    assert password not in out.read_text()   # nor what it printed
     assert loose_modes(run_dir) == []
     # what the target started with: the contract's variables and what a JVM needs, not bench's environment
     assert "BENCH_TEST_CANARY" not in target_env and "BENCH_FRAMEWORKS_DIR" not in target_env, sorted(target_env)
