@@ -155,11 +155,13 @@ def test_a_step_covers_the_seconds_its_users_ran(server, tmp_path, workers):
     assert set(doc["workers"].values()) <= {socket.gethostname()}
 
 
-@pytest.mark.parametrize("workers", [0, 2])
-def test_a_user_left_without_an_answer_for_a_whole_step_is_counted(server, tmp_path, workers):
-    # One user's first request waits 12 s, through both 5-s steps; every other user is answered.
+def test_a_user_left_without_an_answer_for_a_whole_step_is_counted(server, tmp_path):
+    # One user's first request waits 12 s, through both 5-s steps; every other user is answered. On two
+    # workers, whose users' numbers must not meet in the master's count; a master alone counts its own
+    # users the same way (each user's number in each second it was answered), and
+    # test_a_step_covers_the_seconds_its_users_ran checks that count on both: 11 s of the suite saved.
     server.starve = 12.0
-    ramp = Ramp(start_users=4, step_users=4, step_s=5, steps=2, workers=workers)
+    ramp = Ramp(start_users=4, step_users=4, step_s=5, steps=2, workers=2)
     result = run(server, tmp_path, ramp)
     for step, r in enumerate(result.steps, start=1):
         assert r.users_answered == ramp.users(step) - 1, (step, r.users_answered)
