@@ -1,4 +1,4 @@
-"""What the commands share: the console, and turning their options (option_table.py's, as a Given) into a
+"""What the commands share: the console, and turning their options (config/option_table.py's, as a Given) into a
 target list, Settings and a profile."""
 from __future__ import annotations
 
@@ -9,13 +9,12 @@ from typing import Optional
 
 from rich.console import Console
 
-from orchestrator.cli.option_table import DEFAULTS, Given
 from orchestrator.config import options, profiles
 from orchestrator.config import topology as topology_mod
 from orchestrator.config.catalog import discover, select
 from orchestrator.config.objective import parse_slo
+from orchestrator.config.option_table import Given, settings_from
 from orchestrator.config.plan import Settings
-from orchestrator.core import downstream_api
 from orchestrator.errors import BadFile, UsageError
 from orchestrator.infra.docker_engine import remote_address
 from orchestrator.targets.runtimes import RUNTIMES
@@ -33,10 +32,8 @@ def select_targets(framework: Optional[str], variant: Optional[str], catalog=Non
 def parse_settings(given: Given, preset=None, heap: str | None = None) -> Settings:
     """The options as Settings (`given`: a command's from option_table, which may leave any out); those left
     out take the preset's value, else the settings' default. heap: the one of several --heap values."""
-    def asked(name: str, default=None):
-        value = getattr(given, name, None)
-        return default if value is None else value
-    runtime, topology, locust_master = asked("runtime", DEFAULTS.runtime), asked("topology"), asked("locust_master")
+    runtime = getattr(given, "runtime", None) or Settings().runtime
+    topology, locust_master = getattr(given, "topology", None), getattr(given, "locust_master", None)
     topo = topology_mod.load(topology) if topology else preset.topology if preset else None
     if locust_master:
         locust_master = "%s:%d" % options.locust_master(locust_master)
@@ -47,33 +44,14 @@ def parse_settings(given: Given, preset=None, heap: str | None = None) -> Settin
                              f"--runtime process")
         if os.geteuid() != 0:
             raise UsageError(f"topology {topo.name} creates network namespaces, which needs root")
-    server_cpus, loadgen_cpus = asked("server_cpus"), asked("loadgen_cpus")
-    chosen = preset.settings(cpus_given=bool(server_cpus or loadgen_cpus)) if preset else {}
-    server_cpus = server_cpus or chosen.get("server_cpus") or DEFAULTS.server_cpus
-    loadgen_cpus = loadgen_cpus or chosen.get("loadgen_cpus") or DEFAULTS.loadgen_cpus
-    heap = heap or asked("heap") or chosen.get("heap") or DEFAULTS.heap
-    fresh = asked("fresh_jvm_per_scenario", chosen.get("fresh_jvm_per_scenario", False))
-    downstream_ms = asked("downstream_ms", chosen.get("downstream_ms", DEFAULTS.downstream_ms))
-    if not 0 <= downstream_ms <= downstream_api.MAX_MS:
-        raise UsageError(f"--downstream-ms must be 0 to {downstream_api.MAX_MS:,}, not {downstream_ms}")
     if runtime not in RUNTIMES:
         raise UsageError(f"unknown runtime '{runtime}'; valid: {', '.join(RUNTIMES)}") from None
-    return Settings(runtime=runtime, memory=options.memory(asked("memory", DEFAULTS.memory)),
-                    offline=asked("offline", DEFAULTS.offline),
-                    start_timeout_s=options.duration(asked("start_timeout", f"{DEFAULTS.start_timeout_s:g}s"),
-                                                     "--start-timeout"),
-                    request_timeout_s=options.duration(asked("timeout", f"{DEFAULTS.request_timeout_s:g}s"), "--timeout"),
-                    fresh_jvm_per_scenario=fresh, jfr=asked("jfr", chosen.get("jfr", DEFAULTS.jfr)),
-                    topology=topo.to_dict() if topo and not topo.single_host else None, locust_master=locust_master,
-                    server_cpus=options.cpu_list(server_cpus, "--server-cpus"),
-                    loadgen_cpus=options.cpu_list(loadgen_cpus, "--loadgen-cpus"),
-                    heap=options.heap(heap), port=options.port(asked("port", DEFAULTS.port), "--port"),
-                    redis_port=options.port(asked("redis_port", DEFAULTS.redis_port), "--redis-port"),
-                    db_port=options.port(asked("db_port", DEFAULTS.db_port), "--db-port"), downstream_ms=downstream_ms,
-                    downstream_port=options.port(asked("downstream_port", DEFAULTS.downstream_port), "--downstream-port"),
-                    db_pool_size=options.pool_size(asked("db_pool_size", DEFAULTS.db_pool_size), "--db-pool-size"),
-                    redis_pool_size=options.pool_size(asked("redis_pool_size", DEFAULTS.redis_pool_size),
-                                                      "--redis-pool-size"))
+    cpus_given = bool(getattr(given, "server_cpus", None) or getattr(given, "loadgen_cpus", None))
+    chosen = preset.settings(cpus_given=cpus_given) if preset else {}
+    if heap:
+        given = Given(**{**vars(given), "heap": heap})
+    return Settings(**settings_from(given, chosen), topology=topo.to_dict() if topo and not topo.single_host else None,
+                    locust_master=locust_master)
 
 
 def check_workers_elsewhere(runtime: str, topo) -> None:

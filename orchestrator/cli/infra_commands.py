@@ -11,8 +11,9 @@ from rich import box
 from rich.table import Table
 
 from orchestrator.cli.common import console, parse_settings
-from orchestrator.cli.option_table import Given, takes
+from orchestrator.cli.typer_options import takes
 from orchestrator.config import options
+from orchestrator.config.option_table import Given
 from orchestrator.drivers import locust_worker
 from orchestrator.errors import UsageError
 from orchestrator.infra import backends as infra_mod

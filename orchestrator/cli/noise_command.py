@@ -7,9 +7,10 @@ from pathlib import Path
 import typer
 
 from orchestrator.cli import common as cli
-from orchestrator.cli.option_table import Given, takes
+from orchestrator.cli.typer_options import takes
 from orchestrator.config import profiles
 from orchestrator.config.catalog import discover, resolve
+from orchestrator.config.option_table import Given
 from orchestrator.config.plan import Plan
 from orchestrator.config.scenarios import SCENARIOS, parse_list
 from orchestrator.errors import UsageError

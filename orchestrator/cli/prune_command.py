@@ -6,7 +6,8 @@ from typing import Optional
 import typer
 
 from orchestrator.cli.common import console
-from orchestrator.cli.option_table import Given, takes
+from orchestrator.cli.typer_options import takes
+from orchestrator.config.option_table import Given
 from orchestrator.config.options import byte_size, duration
 from orchestrator.errors import UsageError
 from orchestrator.infra import run_lock

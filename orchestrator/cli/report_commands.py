@@ -11,8 +11,9 @@ from rich import box
 from rich.table import Table
 
 from orchestrator.cli.common import console
-from orchestrator.cli.option_table import Given, takes
 from orchestrator.cli.results_table import print_results, print_workload_answer
+from orchestrator.cli.typer_options import takes
+from orchestrator.config.option_table import Given
 from orchestrator.errors import UsageError
 from orchestrator.report import network as network_report
 from orchestrator.report import run_report

@@ -10,10 +10,11 @@ import typer
 from rich.markup import escape
 
 from orchestrator.cli.common import console
-from orchestrator.cli.option_table import Given, takes
 from orchestrator.cli.results_table import print_results, print_workload_answer
 from orchestrator.cli.run_options import RunOptions, resumed_plan
+from orchestrator.cli.typer_options import takes
 from orchestrator.config.catalog import discover, resolve
+from orchestrator.config.option_table import Given
 from orchestrator.config.plan import Plan
 from orchestrator.infra import run_lock
 from orchestrator.infra.hostinfo import host_info

@@ -11,10 +11,10 @@ from typing import Callable
 from rich.markup import escape
 
 from orchestrator.cli.common import check_writable, override_profile, parse_settings, select_targets
-from orchestrator.cli.option_table import Given
 from orchestrator.config import options, presets, profiles, workload
 from orchestrator.config import topology as topology_mod
 from orchestrator.config.modes import AOT_CACHE, COLD, DEFAULT_JVM, JVM_MODES, STARTS, WARM, with_modes
+from orchestrator.config.option_table import Given
 from orchestrator.config.plan import Plan
 from orchestrator.config.scenarios import SCENARIOS, parse_list
 from orchestrator.core.schema import percentile_label

@@ -15,8 +15,9 @@ from rich.table import Table
 
 from orchestrator import RESULTS_DIR
 from orchestrator.cli.common import console, parse_settings, select_targets
-from orchestrator.cli.option_table import Given, takes
+from orchestrator.cli.typer_options import takes
 from orchestrator.config.catalog import discover
+from orchestrator.config.option_table import Given
 from orchestrator.config.plan import Settings, pool_env
 from orchestrator.core.cpus import cpu_count
 from orchestrator.errors import UsageError

@@ -4,57 +4,43 @@ are the same for every target (CPUs, heap, ports, pool limits). run.json stores 
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, make_dataclass
 
+from orchestrator.config import option_table
 from orchestrator.config.catalog import Target, resolve
 from orchestrator.config.mix import build, parts_of
 from orchestrator.config.modes import DEFAULT_JVM, WARM
 from orchestrator.config.profiles import Profile
 from orchestrator.config.scenarios import SCENARIOS, Scenario
 from orchestrator.config.topology import Topology
-from orchestrator.core import downstream_api
 from orchestrator.errors import BenchError
 
-
-@dataclass
-class Settings:
-    """How targets are started and loaded; the same for every target of a run."""
-    server_cpus: str = "1"
-    loadgen_cpus: str = "0"
-    heap: str = "512m"
-    port: int = 8080
-    redis_port: int = 16379
-    db_port: int = 13306
-    downstream_port: int = downstream_api.DEFAULT_PORT
-    # what the downstream service waits before each answer (fan-out's calls), --downstream-ms
-    downstream_ms: int = downstream_api.DEFAULT_MS
-    # CONTRACT.md's limits on work in flight, the same for every target unless a variant's env says otherwise
-    db_pool_size: int = 16
-    redis_pool_size: int = 16
-    downstream_pool_size: int = 512
-    cache_ttl_s: int = 10
-    runtime: str = "process"
-    memory: str = "1g"                 # docker runtime: the container's limit (swap included)
-    offline: bool = False              # docker runtime: never try to pull base images
-    start_timeout_s: float = 120.0
-    request_timeout_s: float = 30.0
-    # A fresh JVM for each scenario, not one per target: no scenario inherits the heap, threads, JIT
-    # state or peak RSS of the ones before it (on in presets whose tables crown RSS or threads).
-    fresh_jvm_per_scenario: bool = False
-    # A Flight Recorder file of each measured window, read into the rows' jfr_* columns
-    # (flight_recorder.py): on in presets, whose reports explain their verdicts with it
-    jfr: bool = False
+# How targets are started and loaded, the same for every target of a run: a field for each setting of
+# the option table (config/option_table.py: its default, and the option that gives it), and these, which
+# no option sets as given
+_UNOPTIONED = [
+    # CONTRACT.md's limits on work in flight the options do not set, the same for every target unless a
+    # variant's env says otherwise
+    ("downstream_pool_size", int, 512),
+    ("cache_ttl_s", int, 10),
     # Where the server and the data services run and the links between them (topology.py's
-    # Topology.to_dict()); None: everything on this machine's loopback
-    topology: dict | None = None
-    # How each target's JVM starts (modes.JVM_MODES) and meets its load (modes.STARTS): the matrix
-    # holds each target once per pair (modes.with_modes); "aot-cache" also logs every JVM's class
-    # loading, in both modes alike, so that each row says how many classes came from a cache
-    jvm_modes: tuple[str, ...] = (DEFAULT_JVM,)
-    starts: tuple[str, ...] = (WARM,)
+    # Topology.to_dict(), from --topology or the preset); None: everything on this machine's loopback
+    ("topology", "dict | None", None),
+    # How each target's JVM starts (modes.JVM_MODES) and meets its load (modes.STARTS), from --jvm-mode and
+    # --start: the matrix holds each target once per pair (modes.with_modes); "aot-cache" also logs every
+    # JVM's class loading, in both modes alike, so that each row says how many classes came from a cache
+    ("jvm_modes", "tuple[str, ...]", (DEFAULT_JVM,)),
+    ("starts", "tuple[str, ...]", (WARM,)),
     # "ADDRESS:PORT" of this machine that a ramp's Locust workers on other machines (`bench
-    # locust-worker`) connect to; None: the workers, if any, start here or on the topology's host
-    locust_master: str | None = None
+    # locust-worker`) connect to, from --locust-master; None: the workers, if any, start here or on the
+    # topology's host
+    ("locust_master", "str | None", None),
+]
+Settings = make_dataclass("Settings", [(name, kind, field(default=default)) for name, kind, default in
+                                       (*option_table.settings_fields(), *_UNOPTIONED)],
+                          namespace={"__doc__": "How targets are started and loaded; the same for every target of "
+                                                "a run (each field an option's setting, or one of _UNOPTIONED)."})
+Settings.__module__ = __name__
 
 
 def pool_env(s: Settings, target: Target) -> dict[str, str]:
@@ -89,7 +75,7 @@ class Plan:
     # the workload file the run answers (its name, description, objective and prices): the answer's
     # cost is computed at these prices (results/workload_answer.py); {}: not a workload's run
     workload: dict = field(default_factory=dict)
-    # the command line's options as the user gave them (cli/option_table.py), kept for the record
+    # the command line's options as the user gave them (config/option_table.py), kept for the record
     asked: dict = field(default_factory=dict)
 
     def __post_init__(self):

@@ -1,4 +1,4 @@
-"""The option table (cli/option_table.py): each option declared once feeds the commands' signatures, the
+"""The option table (config/option_table.py): each option declared once feeds the commands' signatures, the
 settings, run.json and docs/options.md; a toy option added in one place is found in all of them."""
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import sys
 import typer
 from conftest import FIXTURES, ROOT
 
-from orchestrator.cli import option_table
 from orchestrator.cli.app import app
+from orchestrator.config import option_table
 
 
 def test_docs_options_md_is_the_table_written_out():
     assert (ROOT / "docs" / "options.md").read_text() == option_table.markdown(), \
-        "docs/options.md is not the table: python -c 'from orchestrator.cli import option_table as o; " \
+        "docs/options.md is not the table: python -c 'from orchestrator.config import option_table as o; " \
         "open(\"docs/options.md\", \"w\").write(o.markdown())'"
 
 
@@ -47,28 +47,39 @@ def test_each_command_takes_the_table_s_options_once_with_their_flags():
 
 def test_a_default_is_the_settings_own():
     from orchestrator.cli.common import parse_settings
+    from orchestrator.config.plan import Settings
     given = option_table.Given(**{o.name: o.default for o in option_table.of("run")})
-    assert parse_settings(given) == parse_settings(option_table.Given())
+    assert parse_settings(given) == parse_settings(option_table.Given()) == Settings()
+    # each setting's default written once: in its Setting, which an option's own default repeats or leaves out
+    for o in option_table.OPTIONS:
+        if o.setting and o.default is not None:
+            assert o.setting.parse(o.default, o.flags[0]) == o.setting.default if o.setting.parse \
+                else o.default == o.setting.default, o.name
 
 
 TOY = """
 import sys
-from orchestrator.cli import option_table
-toy = option_table.Option("toy", ("--toy",), str, None, "A toy option.", ("run", "verify"))
+from orchestrator.config import option_table
+# one entry, before anything reads the table: its flag, the commands that take it, and the setting it gives
+toy = option_table.Option("toy", ("--toy",), str, None, "A toy option.", ("run", "verify"),
+                          setting=option_table.Setting("toy", "none", lambda v, flag: v.upper()))
 option_table.OPTIONS = (*option_table.OPTIONS, toy)
 from typer.testing import CliRunner
 from orchestrator.cli.app import app
+from orchestrator.cli.common import parse_settings
 from orchestrator.cli.run_command import run
 from orchestrator.cli.run_options import RunOptions
 from orchestrator.config.catalog import discover
+from orchestrator.config.plan import Settings
 runner = CliRunner()
 print("help:", "--toy" in runner.invoke(app, ["verify", "--help"], terminal_width=200).output)
 # taken on the command line: the usage rules, which run after the options are parsed, answer
 r = runner.invoke(app, ["run", "--toy", "hello", "--quick"])
 print("parsed:", str(r.exception))
+print("settings:", parse_settings(option_table.Given(toy="hello")).toy, Settings().toy)
 defaults = {name: p.default.default for name, p in __import__("inspect").signature(run).parameters.items()}
 plan = RunOptions(**{**defaults, "toy": "hello", "framework": "fixture"}).plan(discover(sys.argv[1]), print)
-print("run.json:", plan.to_dict()["asked"]["toy"])
+print("run.json:", plan.to_dict()["asked"]["toy"], plan.to_dict()["settings"]["toy"])
 """
 
 
@@ -77,7 +88,9 @@ def test_a_toy_option_added_in_one_place_is_on_the_command_line_and_in_run_json(
                        timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]
     lines = r.stdout.splitlines()
-    assert "help: True" in lines and "parsed: --quick goes with --preset" in lines and "run.json: hello" in lines, r.stdout
+    assert "help: True" in lines and "parsed: --quick goes with --preset" in lines, r.stdout
+    # in the settings, through its setting's parse, with its default where it is not given; and in run.json
+    assert "settings: HELLO none" in lines and "run.json: hello HELLO" in lines, r.stdout
 
 
 def test_the_run_command_s_parameters_are_the_table_s():

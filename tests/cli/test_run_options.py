@@ -8,8 +8,8 @@ import pytest
 from conftest import FIXTURES, asked
 
 from orchestrator import REPO_ROOT
-from orchestrator.cli import option_table
 from orchestrator.cli.run_command import run
+from orchestrator.config import option_table
 from orchestrator.config.catalog import discover, resolve
 from orchestrator.errors import UsageError
 

@@ -205,7 +205,7 @@ def test_a_missing_load_generator_says_how_to_install_it(results_dir, tmp_path, 
 def test_options_left_out_take_the_presets_settings_and_cpus_go_as_a_pair():
     from orchestrator import REPO_ROOT
     from orchestrator.cli.common import parse_settings as _settings
-    from orchestrator.cli.option_table import Given
+    from orchestrator.config.option_table import Given
     redis = presets.load("redis-frameworks", discover(REPO_ROOT / "frameworks"))
     redis_cpus = redis.cpus()
     taken = _settings(Given(), preset=redis)

@@ -1,29 +1,39 @@
 """Every option the commands share, declared once: its flags, type, default, help, the commands that take
-it and its environment variable. A command's signature is made from the table (`takes`), its options
-reach it as one object read by name (`Given`), the usage rules and the settings read them from there
-(run_options.py, common.parse_settings), and docs/options.md is the table written out (`markdown`, held
-to the file by a test). A new option is one entry here, and a line where it is read."""
+it, its environment variable, and the setting it gives a run (`Setting`: config/plan.py's Settings is made
+of these, and of what no option sets). The command line takes the table through cli/typer_options.py
+(`takes`), a command's options reach it as one `Given` read by name, `settings_from` turns them into the
+settings, and docs/options.md is the table written out (`markdown`, held to the file by a test). A new
+option is one entry here; a new setting, one entry with its `Setting`."""
 from __future__ import annotations
 
-import functools
-import inspect
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Callable, Optional
-
-import typer
+from typing import Callable
 
 from orchestrator import RESULTS_DIR
-from orchestrator.config.plan import Settings
+from orchestrator.config import options
 from orchestrator.core import downstream_api
+from orchestrator.errors import UsageError
 
-# The settings' defaults, written once (config/plan.py's Settings); the options show them
-DEFAULTS = Settings()
 # The commands that start targets and their infrastructure, and those that also load them
 STARTS = ("run", "verify", "noise")
 LOADS = ("run", "noise")
+# Defaults that a help text names as well as a setting holds
+HEAP, SERVER_CPUS, LOADGEN_CPUS, POOL_SIZE = "512m", "1", "0", 16
+START_TIMEOUT_S, REQUEST_TIMEOUT_S = 120.0, 30.0
+# An option's default that is its setting's, as given on the command line: written once, in the Setting
+AS_SET = object()
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What an option gives the run's Settings: the field, its value when the option is not given (nor
+    chosen by a preset, where `preset` lets it), and `parse(value, flag)`, which checks what was given."""
+    field: str
+    default: object
+    parse: Callable[[object, str], object] | None = None
+    preset: bool = False
 
 
 @dataclass(frozen=True)
@@ -38,6 +48,11 @@ class Option:
     envvar: str | None = None
     # a command that takes the option with a default and help of its own: {command: (default, help)}
     own: dict[str, tuple[object, str]] = field(default_factory=dict)
+    setting: Setting | None = None
+
+    def __post_init__(self):
+        if self.default is AS_SET:
+            object.__setattr__(self, "default", self.setting.default)
 
     def default_for(self, command: str) -> object:
         return self.own.get(command, (self.default, ""))[0]
@@ -45,12 +60,11 @@ class Option:
     def help_for(self, command: str) -> str:
         return self.own.get(command, (None, self.help))[1] or self.help
 
-    def parameter(self, command: str) -> inspect.Parameter:
-        default = self.default_for(command)
-        return inspect.Parameter(
-            # None: left out; ...: required
-            self.name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[self.type] if default is None else self.type,
-            default=typer.Option(default, *self.flags, help=self.help_for(command), envvar=self.envvar))
+
+def _delay(value: int, flag: str) -> int:
+    if not 0 <= value <= downstream_api.MAX_MS:
+        raise UsageError(f"{flag} must be 0 to {downstream_api.MAX_MS:,}, not {value}")
+    return value
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -90,7 +104,8 @@ OPTIONS: tuple[Option, ...] = (
     # how each target starts
     Option("fresh_jvm_per_scenario", ("--fresh-jvm-per-scenario/--one-jvm-per-target",), bool, None, "A fresh JVM "
            "for each scenario, so that no scenario inherits the heap, threads or JIT state of the ones before it "
-           "(default: one JVM per target and repeat; a preset may choose).", ("run",)),
+           "(default: one JVM per target and repeat; a preset may choose).", ("run",),
+           setting=Setting("fresh_jvm_per_scenario", False, preset=True)),
     Option("jvm_mode", ("--jvm-mode",), str, None, "How each target's JVM starts, comma-separated: default, "
            "aot-cache (from a JDK AOT cache the run trains on the target first: classes loaded and linked, method "
            "profiles); each is a target of its own (+aot-cache), measured beside the other (default: default; a "
@@ -100,14 +115,15 @@ OPTIONS: tuple[Option, ...] = (
            "for profiles of one window a cell (default: warm; a preset may choose).", ("run",)),
     Option("jfr", ("--jfr/--no-jfr",), bool, None, "Record each measured window with Flight Recorder: pinning, "
            "threads, blocking, GC, hot methods and a flame graph per cell in the rows and logs/jfr/ (default: on "
-           "in presets, off otherwise).", ("run",)),
-    Option("heap", ("--heap",), str, None, f"JVM heap, -Xms = -Xmx (default {DEFAULTS.heap}).", STARTS,
-           own={"run": (None, f"JVM heap, -Xms = -Xmx (default {DEFAULTS.heap}); several, comma-separated, make "
-                              "each target one per heap (+heap-256m).")}),
-    Option("start_timeout", ("--start-timeout",), str, f"{DEFAULTS.start_timeout_s:g}s", "How long a target may "
-           "take to answer its health path.", STARTS),
-    Option("timeout", ("--timeout",), str, f"{DEFAULTS.request_timeout_s:g}s", "Per-request timeout of the load "
-           "generator.", ("run",)),
+           "in presets, off otherwise).", ("run",), setting=Setting("jfr", False, preset=True)),
+    Option("heap", ("--heap",), str, None, f"JVM heap, -Xms = -Xmx (default {HEAP}).", STARTS,
+           own={"run": (None, f"JVM heap, -Xms = -Xmx (default {HEAP}); several, comma-separated, make "
+                              "each target one per heap (+heap-256m).")},
+           setting=Setting("heap", HEAP, lambda v, _: options.heap(v), preset=True)),
+    Option("start_timeout", ("--start-timeout",), str, f"{START_TIMEOUT_S:g}s", "How long a target may take to "
+           "answer its health path.", STARTS, setting=Setting("start_timeout_s", START_TIMEOUT_S, options.duration)),
+    Option("timeout", ("--timeout",), str, f"{REQUEST_TIMEOUT_S:g}s", "Per-request timeout of the load generator.",
+           ("run",), setting=Setting("request_timeout_s", REQUEST_TIMEOUT_S, options.duration)),
     # where it all runs
     Option("topology", ("--topology",), str, None, "Where the server and the data services run and the links "
            "between them: a shipped name (orchestrator/config/topologies/) or a .toml file; default: everything on "
@@ -116,31 +132,37 @@ OPTIONS: tuple[Option, ...] = (
            "engine: the workers run on other machines (`bench locust-worker --master ADDRESS[:PORT]` there) and "
            "connect to this machine's master at ADDRESS[:PORT] (default port 5557); none start here.", ("run",)),
     Option("server_cpus", ("--server-cpus",), str, None, f"CPUs for the target (taskset list; default "
-           f"{DEFAULTS.server_cpus}).", (*STARTS, "calibrate")),
+           f"{SERVER_CPUS}).", (*STARTS, "calibrate"),
+           setting=Setting("server_cpus", SERVER_CPUS, options.cpu_list, preset=True)),
     Option("loadgen_cpus", ("--loadgen-cpus",), str, None, "CPUs for the load generator and the infrastructure "
-           f"(default {DEFAULTS.loadgen_cpus}).", (*STARTS, "calibrate", "infra up")),
-    Option("runtime", ("--runtime",), str, DEFAULTS.runtime, "Where targets and infrastructure run: process or "
-           "docker.", ("run", "verify", "infra up")),
-    Option("memory", ("--memory",), str, DEFAULTS.memory, "docker: the memory limit of a target's container (swap "
-           "included).", ("run", "verify")),
-    Option("offline", ("--offline",), bool, False, "docker: never try to pull; bootstrap missing base images "
-           "locally.", ("run", "verify", "infra up", "images bootstrap")),
-    Option("port", ("--port",), int, DEFAULTS.port, "Port of the target (a gateway's backend gets port + 1).",
-           (*STARTS, "calibrate"), own={"calibrate": (18080, "Port of the calibration nginx.")}),
-    Option("redis_port", ("--redis-port",), int, DEFAULTS.redis_port, "Port of the run's Redis.", (*STARTS, "infra up")),
-    Option("db_port", ("--db-port",), int, DEFAULTS.db_port, "Port of the run's MariaDB.", (*STARTS, "infra up")),
-    Option("downstream_port", ("--downstream-port",), int, DEFAULTS.downstream_port, "Port of the run's "
-           "downstream service (nginx).", (*STARTS, "infra up")),
+           f"(default {LOADGEN_CPUS}).", (*STARTS, "calibrate", "infra up"),
+           setting=Setting("loadgen_cpus", LOADGEN_CPUS, options.cpu_list, preset=True)),
+    Option("runtime", ("--runtime",), str, AS_SET, "Where targets and infrastructure run: process or "
+           "docker.", ("run", "verify", "infra up"), setting=Setting("runtime", "process")),
+    Option("memory", ("--memory",), str, AS_SET, "docker: the memory limit of a target's container (swap "
+           "included).", ("run", "verify"), setting=Setting("memory", "1g", lambda v, _: options.memory(v))),
+    Option("offline", ("--offline",), bool, AS_SET, "docker: never try to pull; bootstrap missing base images "
+           "locally.", ("run", "verify", "infra up", "images bootstrap"), setting=Setting("offline", False)),
+    Option("port", ("--port",), int, AS_SET, "Port of the target (a gateway's backend gets port + 1).",
+           (*STARTS, "calibrate"), own={"calibrate": (18080, "Port of the calibration nginx.")},
+           setting=Setting("port", 8080, options.port)),
+    Option("redis_port", ("--redis-port",), int, AS_SET, "Port of the run's Redis.", (*STARTS, "infra up"),
+           setting=Setting("redis_port", 16379, options.port)),
+    Option("db_port", ("--db-port",), int, AS_SET, "Port of the run's MariaDB.", (*STARTS, "infra up"),
+           setting=Setting("db_port", 13306, options.port)),
+    Option("downstream_port", ("--downstream-port",), int, AS_SET, "Port of the run's "
+           "downstream service (nginx).", (*STARTS, "infra up"),
+           setting=Setting("downstream_port", downstream_api.DEFAULT_PORT, options.port)),
     Option("downstream_ms", ("--downstream-ms",), int, None, "What the downstream service waits before each "
            f"answer, the delay of fan-out's calls (CONTRACT.md; default {downstream_api.DEFAULT_MS}).",
-           ("run", "verify", "infra up")),
+           ("run", "verify", "infra up"), setting=Setting("downstream_ms", downstream_api.DEFAULT_MS, _delay)),
     # CONTRACT.md's limits on work in flight
-    Option("db_pool_size", ("--db-pool-size",), int, DEFAULTS.db_pool_size, "Database connections of every "
-           f"target, i.e. statements in flight (CONTRACT.md; default {DEFAULTS.db_pool_size}).",
-           ("run", "verify", "parity"), envvar="DB_POOL_SIZE"),
-    Option("redis_pool_size", ("--redis-pool-size",), int, DEFAULTS.redis_pool_size, "Redis connections of every "
-           f"pooled client, i.e. commands in flight (CONTRACT.md; default {DEFAULTS.redis_pool_size}).",
-           ("run", "verify", "parity"), envvar="REDIS_POOL_SIZE"),
+    Option("db_pool_size", ("--db-pool-size",), int, AS_SET, "Database connections of every target, i.e. "
+           f"statements in flight (CONTRACT.md; default {POOL_SIZE}).", ("run", "verify", "parity"),
+           envvar="DB_POOL_SIZE", setting=Setting("db_pool_size", POOL_SIZE, options.pool_size)),
+    Option("redis_pool_size", ("--redis-pool-size",), int, AS_SET, "Redis connections of every pooled client, "
+           f"i.e. commands in flight (CONTRACT.md; default {POOL_SIZE}).", ("run", "verify", "parity"),
+           envvar="REDIS_POOL_SIZE", setting=Setting("redis_pool_size", POOL_SIZE, options.pool_size)),
     # what a run is kept as
     Option("resume", ("--resume",), str, None, "Continue this run id with its own plan.", ("run",)),
     Option("results_dir", ("--results-dir",), Path, RESULTS_DIR, "Where run folders go.",
@@ -153,34 +175,39 @@ def of(command: str) -> tuple[Option, ...]:
     return tuple(o for o in OPTIONS if command in o.commands)
 
 
-def takes(command: str) -> Callable:
-    """Decorator: the command's signature is its own parameters (its arguments and the options only it takes),
-    then the table's options of `command`; it is called with its own and `given`, a Given of the table's."""
-    def wrap(fn: Callable) -> Callable:
-        hints = typing.get_type_hints(fn)
-        own = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in inspect.signature(fn).parameters.values()
-               if p.name != "given"]
-        table = [o.parameter(command) for o in of(command)]
-
-        @functools.wraps(fn)
-        def call(**values):
-            mine = {p.name: values.pop(p.name) for p in own if p.name in values}
-            return fn(**mine, given=Given(**values))
-        call.__signature__ = inspect.Signature(own + table)
-        call.__annotations__ = {p.name: p.annotation for p in own + table}
-        del call.__wrapped__   # Typer reads the signature made here, not the function's own
-        return call
-    return wrap
+def settings_fields() -> list[tuple[str, type, object]]:
+    """(field, type, default) of every setting an option gives, for config/plan.py's Settings."""
+    return [(o.setting.field, type(o.setting.default), o.setting.default) for o in OPTIONS if o.setting]
 
 
 class Given(SimpleNamespace):
     """A command's options from the table, as the user gave them (unchecked), by name."""
 
 
+def settings_from(given: Given, chosen: dict) -> dict:
+    """Every setting the options give: each as given, else as the preset chose it (`chosen`, by field,
+    for an option whose setting a preset may choose), else its default; each checked by its setting's
+    parse (a default too, where it is written as the option is given: the CPUs one names must exist here)."""
+    values = {}
+    for o in OPTIONS:
+        if not o.setting:
+            continue
+        value = getattr(given, o.name, None)
+        if (value is None or value == "") and o.setting.preset:
+            value = chosen.get(o.setting.field)
+        if value is None or value == "":
+            value = o.setting.default
+            if not isinstance(value, o.type):   # a default in the setting's own terms (seconds, not "30s")
+                values[o.setting.field] = value
+                continue
+        values[o.setting.field] = o.setting.parse(value, o.flags[0].split("/")[0]) if o.setting.parse else value
+    return values
+
+
 def markdown() -> str:
     """docs/options.md: the table, one row an option, with the commands that take it."""
     lines = ["# Options", "", "Every option of `bench run`, and those other commands share, as "
-             "`orchestrator/cli/option_table.py` declares them: this page is written from it, and "
+             "`orchestrator/config/option_table.py` declares them: this page is written from it, and "
              "`tests/cli/test_option_table.py` holds the two alike. A command's options of its own are in its "
              "`--help`.", "", "| option | type | default | commands | help |", "|---|---|---|---|---|"]
     for o in OPTIONS:
