@@ -12,8 +12,7 @@ from rich.console import Console
 from orchestrator.config import options, profiles
 from orchestrator.config import topology as topology_mod
 from orchestrator.config.catalog import discover, select
-from orchestrator.config.objective import parse_slo
-from orchestrator.config.option_table import Given, settings_from
+from orchestrator.config.option_table import Given, profile_changes, settings_from
 from orchestrator.config.plan import Settings
 from orchestrator.errors import BadFile, UsageError
 from orchestrator.infra.docker_engine import remote_address
@@ -69,22 +68,9 @@ def check_workers_elsewhere(runtime: str, topo) -> None:
 def override_profile(prof: profiles.Profile, given: Given, slo: str | None = None) -> profiles.Profile:
     """The profile with the command line's options (`given`, which may leave any out), parsed (the profile
     checks what applies to it); slo: the objective, when a workload rather than --slo gives it."""
-    def asked(name: str):
-        return getattr(given, name, None)
-    concurrency, rate, requests, workers = asked("concurrency"), asked("rate"), asked("requests"), asked("workers")
-    warmup, warmup_max, duration, slo = asked("warmup"), asked("warmup_max"), asked("duration"), slo or asked("slo")
-    if requests is not None and not 1 <= requests <= 10_000_000:
-        raise UsageError(f"--requests {requests} must be from 1 to 10,000,000")
-    if workers is not None and not 0 <= workers <= 64:
-        raise UsageError(f"--workers {workers} must be from 0 to 64")
-    return prof.with_overrides(
-        concurrency=tuple(options.positive_ints(str(concurrency), "--concurrency", profiles.MAX_CONNECTIONS))
-        if concurrency else None,
-        rates=tuple(options.positive_ints(rate, "--rate", 1_000_000)) if rate else None,
-        requests=requests, workers=workers, repeat=asked("repeat"), slo=parse_slo(slo) if slo else None,
-        warmup_s=options.duration(warmup, "--warmup", allow_zero=True) if warmup else None,
-        warmup_max_s=options.duration(warmup_max, "--warmup-max") if warmup_max else None,
-        duration_s=options.duration(duration, "--duration") if duration else None)
+    if slo:
+        given = Given(**{**vars(given), "slo": slo})
+    return prof.with_overrides(**profile_changes(given))
 
 
 def check_writable(root: Path) -> None:

@@ -1,9 +1,10 @@
 """Every option the commands share, declared once: its flags, type, default, help, the commands that take
-it, its environment variable, and the setting it gives a run (`Setting`: config/plan.py's Settings is made
-of these, and of what no option sets). The command line takes the table through cli/typer_options.py
-(`takes`), a command's options reach it as one `Given` read by name, `settings_from` turns them into the
-settings, and docs/options.md is the table written out (`markdown`, held to the file by a test). A new
-option is one entry here; a new setting, one entry with its `Setting`."""
+it, its environment variable, and what it gives a run: a setting (`Setting`: config/plan.py's Settings is
+made of these, and of what no option sets) or a field of the load profile instead of the profile's own
+(`ProfileField`; which kinds take it, each kind says). The command line takes the table through
+cli/typer_options.py (`takes`), a command's options reach it as one `Given` read by name,
+`settings_from` and `profile_changes` turn them into settings and profile fields, and docs/options.md is
+the table written out (`markdown`, held to the file by a test). A new option is one entry here."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -13,6 +14,8 @@ from typing import Callable
 
 from orchestrator import RESULTS_DIR
 from orchestrator.config import options
+from orchestrator.config.kinds.base import MAX_CONNECTIONS
+from orchestrator.config.objective import parse_slo
 from orchestrator.core import downstream_api
 from orchestrator.errors import UsageError
 
@@ -37,6 +40,14 @@ class Setting:
 
 
 @dataclass(frozen=True)
+class ProfileField:
+    """What an option sets in the load profile instead of the profile's own value: the Profile field, and
+    `parse(value, flag)`, which checks what was given. Which kinds take it, each kind says (Kind.options)."""
+    field: str
+    parse: Callable[[object, str], object] | None = None
+
+
+@dataclass(frozen=True)
 class Option:
     """One option: `name` is the parameter (and Given's attribute), `flags` what the command line takes."""
     name: str
@@ -49,6 +60,7 @@ class Option:
     # a command that takes the option with a default and help of its own: {command: (default, help)}
     own: dict[str, tuple[object, str]] = field(default_factory=dict)
     setting: Setting | None = None
+    profile: ProfileField | None = None
 
     def __post_init__(self):
         if self.default is AS_SET:
@@ -59,6 +71,14 @@ class Option:
 
     def help_for(self, command: str) -> str:
         return self.own.get(command, (None, self.help))[1] or self.help
+
+
+def _within(low: int, high: int) -> Callable[[int, str], int]:
+    def check(value: int, flag: str) -> int:
+        if not low <= value <= high:
+            raise UsageError(f"{flag} {value} must be from {low:,} to {high:,}")
+        return value
+    return check
 
 
 def _delay(value: int, flag: str) -> int:
@@ -87,20 +107,26 @@ OPTIONS: tuple[Option, ...] = (
     Option("quick", ("--quick",), bool, False, "With --preset: its short form, for CI.", ("run",)),
     # the load: each overrides the profile's
     Option("concurrency", ("--concurrency", "-c"), str, None, "Connections (VUs for rate), comma-separated; "
-           "overrides the profile.", LOADS, own={"noise": ("64", "Connections.")}),
-    Option("rate", ("--rate",), str, None, "rate profile: arrivals per second, comma-separated.", ("run",)),
+           "overrides the profile.", LOADS, own={"noise": ("64", "Connections.")},
+           profile=ProfileField("concurrency", lambda v, f: tuple(options.positive_ints(str(v), f, MAX_CONNECTIONS)))),
+    Option("rate", ("--rate",), str, None, "rate profile: arrivals per second, comma-separated.", ("run",),
+           profile=ProfileField("rates", lambda v, f: tuple(options.positive_ints(v, f, 1_000_000)))),
     Option("slo", ("--slo",), str, None, "capacity profile: the objective, a percentile's bound over the scenario's "
-           "own wait, e.g. p99=50ms.", ("run",)),
-    Option("requests", ("--requests",), int, None, "burst profile: requests per cell.", ("run",)),
-    Option("workers", ("--workers",), int, None, "ramp profile: Locust worker processes.", ("run",)),
+           "own wait, e.g. p99=50ms.", ("run",), profile=ProfileField("slo", lambda v, _: parse_slo(v))),
+    Option("requests", ("--requests",), int, None, "burst profile: requests per cell.", ("run",),
+           profile=ProfileField("requests", _within(1, 10_000_000))),
+    Option("workers", ("--workers",), int, None, "ramp profile: Locust worker processes.", ("run",),
+           profile=ProfileField("workers", _within(0, 64))),
     Option("warmup", ("--warmup",), str, None, "Warm-up window, repeated until the last four show no climb in rps "
-           "and the JIT is quiet; thrown away. 0s: none.", LOADS),
+           "and the JIT is quiet; thrown away. 0s: none.", LOADS,
+           profile=ProfileField("warmup_s", lambda v, f: options.duration(v, f, allow_zero=True))),
     Option("warmup_max", ("--warmup-max",), str, None, "Give up warming up after this long (the cell is flagged "
-           "not-steady).", LOADS),
+           "not-steady).", LOADS, profile=ProfileField("warmup_max_s", options.duration)),
     Option("duration", ("--duration", "-d"), str, None, "Measured window per cell.", (*LOADS, "calibrate"),
-           own={"noise": ("10s", "Measured window per repeat."), "calibrate": ("5s", "Each measured window.")}),
+           own={"noise": ("10s", "Measured window per repeat."), "calibrate": ("5s", "Each measured window.")},
+           profile=ProfileField("duration_s", options.duration)),
     Option("repeat", ("--repeat",), int, None, "Repeats, each in a fresh JVM, interleaved.", LOADS,
-           own={"noise": (5, "Repeats, each in a fresh JVM (2 or more).")}),
+           own={"noise": (5, "Repeats, each in a fresh JVM (2 or more).")}, profile=ProfileField("repeat")),
     # how each target starts
     Option("fresh_jvm_per_scenario", ("--fresh-jvm-per-scenario/--one-jvm-per-target",), bool, None, "A fresh JVM "
            "for each scenario, so that no scenario inherits the heap, threads or JIT state of the ones before it "
@@ -202,6 +228,21 @@ def settings_from(given: Given, chosen: dict) -> dict:
                 continue
         values[o.setting.field] = o.setting.parse(value, o.flags[0].split("/")[0]) if o.setting.parse else value
     return values
+
+
+def profile_changes(given: Given) -> dict:
+    """What the options set in the load profile (by Profile field): each given one, checked by its parse."""
+    changes = {}
+    for o in OPTIONS:
+        value = getattr(given, o.name, None) if o.profile else None
+        if value is not None and value != "":
+            changes[o.profile.field] = o.profile.parse(value, o.flags[0]) if o.profile.parse else value
+    return changes
+
+
+def profile_flags() -> dict[str, str]:
+    """Each Profile field the command line can set -> the flag that sets it."""
+    return {o.profile.field: o.flags[0] for o in OPTIONS if o.profile}
 
 
 def markdown() -> str:

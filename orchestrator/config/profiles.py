@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from orchestrator.config import kinds
+from orchestrator.config import kinds, option_table
 from orchestrator.config.documents import Document
 from orchestrator.config.driver_registry import drivers_by_kind
 from orchestrator.config.kinds.base import MAX_CONNECTIONS, Kind, Level, RowKey
@@ -21,11 +21,8 @@ PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 # The keys of a profile file every kind reads; each kind adds its own (Kind.fields).
 COMMON_FIELDS = ("kind", "driver", "description", "concurrency", "duration", "warmup", "warmup_max",
                  "warmup_concurrency", "repeat")
-# Profile fields the command line can set, with their options; the common ones apply to every kind,
-# the others to the kinds that list them (Kind.options).
-OPTIONS = {"concurrency": "--concurrency", "rates": "--rate", "slo": "--slo", "requests": "--requests",
-           "workers": "--workers", "duration_s": "--duration", "warmup_s": "--warmup",
-           "warmup_max_s": "--warmup-max", "repeat": "--repeat"}
+# Profile fields the command line can set (config/option_table.py's ProfileField) that apply to every
+# kind; the others apply to the kinds that list them (Kind.options).
 COMMON_OPTIONS = ("warmup_s", "warmup_max_s", "repeat")
 
 
@@ -105,12 +102,12 @@ class Profile:
         for fld in changes:
             if fld not in COMMON_OPTIONS and fld not in self.rules.options:
                 applies = [k.name for k in kinds.KINDS.values() if fld in k.options]
-                raise UsageError(f"{OPTIONS[fld]} does not apply to the {self.kind} profile '{self.name}' "
+                raise UsageError(f"{option_table.profile_flags()[fld]} does not apply to the {self.kind} profile '{self.name}' "
                                  f"(it applies to: {', '.join(applies)})")
         p = self.rules.override(self, changes)
         conflict = p.rules.conflict(p)
         if conflict:
-            raise UsageError(f"{OPTIONS[conflict[0]]} {conflict[1]}")
+            raise UsageError(f"{option_table.profile_flags()[conflict[0]]} {conflict[1]}")
         return p
 
 
