@@ -242,12 +242,12 @@ def _slow_setup() -> None:
     compile alone took 137 s there (212 s of CPU); one after the other, they added up."""
     bench, python, started = str(VENV / "bin" / "bench"), str(VENV / "bin" / "python"), time.monotonic()
     fixtures = {**os.environ, "BENCH_FRAMEWORKS_DIR": str(ROOT / "tests" / "fixtures" / "frameworks")}
-    lanes = {"bench build (every framework)": [[bench, "build"], [bench, "build", "-f", "fixture"]],
-             "bench images bootstrap": [[bench, "images", "bootstrap"]],
-             "the load generators built on first use (k6)": [[python, "-c", MAKE_ALL]]}
+    lanes = {"bench build (every framework)": [([bench, "build"], None), ([bench, "build", "-f", "fixture"], fixtures)],
+             "bench images bootstrap": [([bench, "images", "bootstrap"], None)],
+             "the load generators built on first use (k6)": [([python, "-c", MAKE_ALL], None)]}
     print(f"set-up for the slow tier, three lanes at once: {', '.join(lanes)}", flush=True)
     with ThreadPoolExecutor(len(lanes)) as pool:
-        done = list(pool.map(lambda steps: _lane(steps, fixtures), lanes.values()))
+        done = list(pool.map(_lane, lanes.values()))
     for what, (said, seconds, failed) in zip(lanes, done):
         print(said, end="", flush=True)
         print(f"set-up: {what} took {seconds:.0f} s" + (f"; {failed} failed, the tests that need it will say why"
@@ -255,11 +255,11 @@ def _slow_setup() -> None:
     print(f"set-up for the slow tier took {time.monotonic() - started:.0f} s", flush=True)
 
 
-def _lane(steps: list[list[str]], fixtures: dict[str, str]) -> tuple[str, float, str]:
-    """Steps run one after the other: what they printed, how long they took, and the first that failed."""
+def _lane(steps: list[tuple[list[str], dict[str, str] | None]]) -> tuple[str, float, str]:
+    """Steps (argv, environment) run one after the other: what they printed, how long they took, and the
+    first that failed."""
     said, started, failed = [], time.monotonic(), ""
-    for argv in steps:
-        env = fixtures if argv[-1] == "fixture" else None
+    for argv, env in steps:
         done = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               errors="replace", stdin=subprocess.DEVNULL)
         said.append(done.stdout)

@@ -19,9 +19,10 @@ from orchestrator.config.objective import parse_slo
 from orchestrator.core import downstream_api
 from orchestrator.errors import UsageError
 
-# The commands that start targets and their infrastructure, and those that also load them
-STARTS = ("run", "verify", "noise")
-LOADS = ("run", "noise")
+# The commands that start targets and their infrastructure, and those that also load them (not
+# config/modes.py's STARTS, the ways a target meets its load)
+STARTING = ("run", "verify", "noise")
+LOADING = ("run", "noise")
 # Defaults that a help text names as well as a setting holds
 HEAP, SERVER_CPUS, LOADGEN_CPUS, POOL_SIZE = "512m", "1", "0", 16
 START_TIMEOUT_S, REQUEST_TIMEOUT_S = 120.0, 30.0
@@ -107,7 +108,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("quick", ("--quick",), bool, False, "With --preset: its short form, for CI.", ("run",)),
     # the load: each overrides the profile's
     Option("concurrency", ("--concurrency", "-c"), str, None, "Connections (VUs for rate), comma-separated; "
-           "overrides the profile.", LOADS, own={"noise": ("64", "Connections.")},
+           "overrides the profile.", LOADING, own={"noise": ("64", "Connections.")},
            profile=ProfileField("concurrency", lambda v, f: tuple(options.positive_ints(str(v), f, MAX_CONNECTIONS)))),
     Option("rate", ("--rate",), str, None, "rate profile: arrivals per second, comma-separated.", ("run",),
            profile=ProfileField("rates", lambda v, f: tuple(options.positive_ints(v, f, 1_000_000)))),
@@ -118,14 +119,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("workers", ("--workers",), int, None, "ramp profile: Locust worker processes.", ("run",),
            profile=ProfileField("workers", _within(0, 64))),
     Option("warmup", ("--warmup",), str, None, "Warm-up window, repeated until the last four show no climb in rps "
-           "and the JIT is quiet; thrown away. 0s: none.", LOADS,
+           "and the JIT is quiet; thrown away. 0s: none.", LOADING,
            profile=ProfileField("warmup_s", lambda v, f: options.duration(v, f, allow_zero=True))),
     Option("warmup_max", ("--warmup-max",), str, None, "Give up warming up after this long (the cell is flagged "
-           "not-steady).", LOADS, profile=ProfileField("warmup_max_s", options.duration)),
-    Option("duration", ("--duration", "-d"), str, None, "Measured window per cell.", (*LOADS, "calibrate"),
+           "not-steady).", LOADING, profile=ProfileField("warmup_max_s", options.duration)),
+    Option("duration", ("--duration", "-d"), str, None, "Measured window per cell.", (*LOADING, "calibrate"),
            own={"noise": ("10s", "Measured window per repeat."), "calibrate": ("5s", "Each measured window.")},
            profile=ProfileField("duration_s", options.duration)),
-    Option("repeat", ("--repeat",), int, None, "Repeats, each in a fresh JVM, interleaved.", LOADS,
+    Option("repeat", ("--repeat",), int, None, "Repeats, each in a fresh JVM, interleaved.", LOADING,
            own={"noise": (5, "Repeats, each in a fresh JVM (2 or more).")}, profile=ProfileField("repeat")),
     # how each target starts
     Option("fresh_jvm_per_scenario", ("--fresh-jvm-per-scenario/--one-jvm-per-target",), bool, None, "A fresh JVM "
@@ -142,12 +143,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("jfr", ("--jfr/--no-jfr",), bool, None, "Record each measured window with Flight Recorder: pinning, "
            "threads, blocking, GC, hot methods and a flame graph per cell in the rows and logs/jfr/ (default: on "
            "in presets, off otherwise).", ("run",), setting=Setting("jfr", False, preset=True)),
-    Option("heap", ("--heap",), str, None, f"JVM heap, -Xms = -Xmx (default {HEAP}).", STARTS,
+    Option("heap", ("--heap",), str, None, f"JVM heap, -Xms = -Xmx (default {HEAP}).", STARTING,
            own={"run": (None, f"JVM heap, -Xms = -Xmx (default {HEAP}); several, comma-separated, make "
                               "each target one per heap (+heap-256m).")},
            setting=Setting("heap", HEAP, lambda v, _: options.heap(v), preset=True)),
     Option("start_timeout", ("--start-timeout",), str, f"{START_TIMEOUT_S:g}s", "How long a target may take to "
-           "answer its health path.", STARTS, setting=Setting("start_timeout_s", START_TIMEOUT_S, options.duration)),
+           "answer its health path.", STARTING, setting=Setting("start_timeout_s", START_TIMEOUT_S, options.duration)),
     Option("timeout", ("--timeout",), str, f"{REQUEST_TIMEOUT_S:g}s", "Per-request timeout of the load generator.",
            ("run",), setting=Setting("request_timeout_s", REQUEST_TIMEOUT_S, options.duration)),
     # where it all runs
@@ -158,10 +159,10 @@ OPTIONS: tuple[Option, ...] = (
            "engine: the workers run on other machines (`bench locust-worker --master ADDRESS[:PORT]` there) and "
            "connect to this machine's master at ADDRESS[:PORT] (default port 5557); none start here.", ("run",)),
     Option("server_cpus", ("--server-cpus",), str, None, f"CPUs for the target (taskset list; default "
-           f"{SERVER_CPUS}).", (*STARTS, "calibrate"),
+           f"{SERVER_CPUS}).", (*STARTING, "calibrate"),
            setting=Setting("server_cpus", SERVER_CPUS, options.cpu_list, preset=True)),
     Option("loadgen_cpus", ("--loadgen-cpus",), str, None, "CPUs for the load generator and the infrastructure "
-           f"(default {LOADGEN_CPUS}).", (*STARTS, "calibrate", "infra up"),
+           f"(default {LOADGEN_CPUS}).", (*STARTING, "calibrate", "infra up"),
            setting=Setting("loadgen_cpus", LOADGEN_CPUS, options.cpu_list, preset=True)),
     Option("runtime", ("--runtime",), str, AS_SET, "Where targets and infrastructure run: process or "
            "docker.", ("run", "verify", "infra up"), setting=Setting("runtime", "process")),
@@ -170,14 +171,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("offline", ("--offline",), bool, AS_SET, "docker: never try to pull; bootstrap missing base images "
            "locally.", ("run", "verify", "infra up", "images bootstrap"), setting=Setting("offline", False)),
     Option("port", ("--port",), int, AS_SET, "Port of the target (a gateway's backend gets port + 1).",
-           (*STARTS, "calibrate"), own={"calibrate": (18080, "Port of the calibration nginx.")},
+           (*STARTING, "calibrate"), own={"calibrate": (18080, "Port of the calibration nginx.")},
            setting=Setting("port", 8080, options.port)),
-    Option("redis_port", ("--redis-port",), int, AS_SET, "Port of the run's Redis.", (*STARTS, "infra up"),
+    Option("redis_port", ("--redis-port",), int, AS_SET, "Port of the run's Redis.", (*STARTING, "infra up"),
            setting=Setting("redis_port", 16379, options.port)),
-    Option("db_port", ("--db-port",), int, AS_SET, "Port of the run's MariaDB.", (*STARTS, "infra up"),
+    Option("db_port", ("--db-port",), int, AS_SET, "Port of the run's MariaDB.", (*STARTING, "infra up"),
            setting=Setting("db_port", 13306, options.port)),
     Option("downstream_port", ("--downstream-port",), int, AS_SET, "Port of the run's "
-           "downstream service (nginx).", (*STARTS, "infra up"),
+           "downstream service (nginx).", (*STARTING, "infra up"),
            setting=Setting("downstream_port", downstream_api.DEFAULT_PORT, options.port)),
     Option("downstream_ms", ("--downstream-ms",), int, None, "What the downstream service waits before each "
            f"answer, the delay of fan-out's calls (CONTRACT.md; default {downstream_api.DEFAULT_MS}).",
