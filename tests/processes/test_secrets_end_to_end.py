@@ -1,8 +1,11 @@
 """No secret and no environment in any file a run leaves, and the run's folder readable by its owner only:
-Vert.x recorded by Flight Recorder on redis and db-read (the JVM holds a live Redis client and a MariaDB
-pool, each given the run's password), with a canary variable in the orchestrator's environment."""
+Vert.x recorded by Flight Recorder on redis and db-read (the JVM holds a live Redis client and a
+MariaDB pool, each given the infrastructure's password), with a canary variable in the orchestrator's
+environment, against Redis and MariaDB that `bench infra up` started before the run (their password in
+a state file only its owner reads, gone after `bench infra down`)."""
 from __future__ import annotations
 
+import json
 import secrets
 import stat
 import subprocess
@@ -10,7 +13,9 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-from conftest import PORTS, ROOT, bench_env, owned, wait_for
+from conftest import PORTS, ROOT, bench, bench_env, owned, wait_for
+
+from orchestrator.infra.backends import STATE_FILE
 
 JFR = Path("/usr/lib/jvm/temurin-25-jdk-amd64/bin/jfr")
 
@@ -52,21 +57,33 @@ def loose_modes(run_dir: Path) -> list[str]:
 
 
 def test_a_recorded_run_leaves_no_password_and_no_environment_and_only_its_owner_reads_it(results_dir, tmp_path):
+    up = bench("infra", "up", *PORTS[2:])
+    assert up.returncode == 0, up.stdout + up.stderr
+    try:
+        password = json.loads(STATE_FILE.read_text())["password"]
+        assert oct(STATE_FILE.stat().st_mode & 0o777) == "0o600"
+        recorded(results_dir, tmp_path, password)
+    finally:
+        down = bench("infra", "down")
+    assert down.returncode == 0 and not STATE_FILE.exists()
+
+
+def recorded(results_dir: Path, tmp_path: Path, password: str) -> None:
     canary = secrets.token_hex(16)
     out = tmp_path / "bench.out"
-    argv = [sys.executable, "-m", "orchestrator.cli", "run", *PORTS, "-f", "vertx:eventloop", "-s", "redis,db-read", "--jfr",
-            "-c", "4", "--warmup", "1s", "--warmup-max", "1s", "-d", "1s", "--results-dir", str(results_dir)]
+    argv = [sys.executable, "-m", "orchestrator.cli", "run", *PORTS, "-f", "vertx:eventloop", "-s", "redis,db-read",
+            "--jfr", "-c", "4", "--warmup", "1s", "--warmup-max", "1s", "-d", "1s", "--results-dir", str(results_dir)]
     with open(out, "w") as log:
-        bench = subprocess.Popen(argv, cwd=ROOT, env=bench_env(None, BENCH_TEST_CANARY=canary), stdout=log,
-                                 stderr=subprocess.STDOUT)
+        bench_run = subprocess.Popen(argv, cwd=ROOT, env=bench_env(None, BENCH_TEST_CANARY=canary), stdout=log,
+                                     stderr=subprocess.STDOUT)
         try:
-            (jvm, *_) = wait_for(lambda: owned(bench.pid, "vertx/target/vertx.jar"), what="Vert.x's JVM")
+            (jvm, *_) = wait_for(lambda: owned(bench_run.pid, "vertx/target/vertx.jar"), what="Vert.x's JVM")
             target_env = environment_of(jvm.pid)
         finally:
-            code = bench.wait(timeout=600)
+            code = bench_run.wait(timeout=600)
     assert code == 0, out.read_text()[-3000:]
-    password = target_env["REDIS_PASSWORD"]
-    assert target_env["DB_PASSWORD"] == password and len(password) >= 16
+    # the run used the infrastructure that was up, with its password
+    assert target_env["REDIS_PASSWORD"] == password and target_env["DB_PASSWORD"] == password and len(password) >= 16
     (run_dir,) = results_dir.iterdir()
     assert len(list(run_dir.rglob("*.jfr"))) == 2, "a recording per scenario: nothing was searched"
     assert leaks(run_dir, {"the password": password, "the canary": canary}) == []
