@@ -1,7 +1,8 @@
 """Every option the commands share, declared once: its flags, type, default, help, the commands that take
 it, its environment variable, and what it gives a run: a setting (`Setting`: config/plan.py's Settings is
 made of these, and of what no option sets) or a field of the load profile instead of the profile's own
-(`ProfileField`; which kinds take it, each kind says). The command line takes the table through
+(`ProfileField`: every kind takes it, or the kinds that list its field in Kind.options, so that a new
+kind declares what it takes). The command line takes the table through
 cli/typer_options.py (`takes`), a command's options reach it as one `Given` read by name,
 `settings_from` and `profile_changes` turn them into settings and profile fields, and docs/options.md is
 the table written out (`markdown`, held to the file by a test). A new option is one entry here."""
@@ -13,7 +14,7 @@ from types import SimpleNamespace
 from typing import Callable
 
 from orchestrator import RESULTS_DIR
-from orchestrator.config import options
+from orchestrator.config import kinds, options
 from orchestrator.config.kinds.base import MAX_CONNECTIONS
 from orchestrator.config.objective import parse_slo
 from orchestrator.core import downstream_api
@@ -42,10 +43,12 @@ class Setting:
 
 @dataclass(frozen=True)
 class ProfileField:
-    """What an option sets in the load profile instead of the profile's own value: the Profile field, and
-    `parse(value, flag)`, which checks what was given. Which kinds take it, each kind says (Kind.options)."""
+    """What an option sets in the load profile instead of the profile's own value: the Profile field,
+    `parse(value, flag)`, which checks what was given, and whether every kind takes it (otherwise the
+    kinds that list the field in Kind.options do)."""
     field: str
     parse: Callable[[object, str], object] | None = None
+    every_kind: bool = False
 
 
 @dataclass(frozen=True)
@@ -120,14 +123,14 @@ OPTIONS: tuple[Option, ...] = (
            profile=ProfileField("workers", _within(0, 64))),
     Option("warmup", ("--warmup",), str, None, "Warm-up window, repeated until the last four show no climb in rps "
            "and the JIT is quiet; thrown away. 0s: none.", LOADING,
-           profile=ProfileField("warmup_s", lambda v, f: options.duration(v, f, allow_zero=True))),
+           profile=ProfileField("warmup_s", lambda v, f: options.duration(v, f, allow_zero=True), every_kind=True)),
     Option("warmup_max", ("--warmup-max",), str, None, "Give up warming up after this long (the cell is flagged "
-           "not-steady).", LOADING, profile=ProfileField("warmup_max_s", options.duration)),
+           "not-steady).", LOADING, profile=ProfileField("warmup_max_s", options.duration, every_kind=True)),
     Option("duration", ("--duration", "-d"), str, None, "Measured window per cell.", (*LOADING, "calibrate"),
            own={"noise": ("10s", "Measured window per repeat."), "calibrate": ("5s", "Each measured window.")},
            profile=ProfileField("duration_s", options.duration)),
     Option("repeat", ("--repeat",), int, None, "Repeats, each in a fresh JVM, interleaved.", LOADING,
-           own={"noise": (5, "Repeats, each in a fresh JVM (2 or more).")}, profile=ProfileField("repeat")),
+           own={"noise": (5, "Repeats, each in a fresh JVM (2 or more).")}, profile=ProfileField("repeat", every_kind=True)),
     # how each target starts
     Option("fresh_jvm_per_scenario", ("--fresh-jvm-per-scenario/--one-jvm-per-target",), bool, None, "A fresh JVM "
            "for each scenario, so that no scenario inherits the heap, threads or JIT state of the ones before it "
@@ -246,17 +249,26 @@ def profile_flags() -> dict[str, str]:
     return {o.profile.field: o.flags[0] for o in OPTIONS if o.profile}
 
 
+def kinds_taking(field_name: str) -> list[str]:
+    """The profile kinds that take the option setting this Profile field: all, or those that list it."""
+    (o,) = [o for o in OPTIONS if o.profile and o.profile.field == field_name]
+    return [k.name for k in kinds.KINDS.values() if o.profile.every_kind or field_name in k.options]
+
+
 def markdown() -> str:
-    """docs/options.md: the table, one row an option, with the commands that take it."""
+    """docs/options.md: the table, one row an option, with the commands and profile kinds that take it."""
     lines = ["# Options", "", "Every option of `bench run`, and those other commands share, as "
              "`orchestrator/config/option_table.py` declares them: this page is written from it, and "
              "`tests/cli/test_option_table.py` holds the two alike. A command's options of its own are in its "
-             "`--help`.", "", "| option | type | default | commands | help |", "|---|---|---|---|---|"]
+             "`--help`. An option that sets a field of the load profile applies to the profile kinds named; a "
+             "profile of another kind refuses it.", "", "| option | type | default | commands | profile kinds | help |",
+             "|---|---|---|---|---|---|"]
     for o in OPTIONS:
         defaults = [] if o.default is None else ["`results/`" if o.default == RESULTS_DIR else f"`{o.default}`"]
         defaults += [f"`{c}`: {'required' if d is ... else 'none' if d is None else d}"
                      for c, (d, _) in o.own.items() if d != o.default]
         env = f" (environment: `{o.envvar}`)" if o.envvar else ""
+        taking = ("every kind" if o.profile.every_kind else ", ".join(kinds_taking(o.profile.field))) if o.profile else ""
         lines.append(f"| `{', '.join(o.flags)}` | {o.type.__name__} | {'; '.join(defaults)} | {', '.join(o.commands)} | "
-                     f"{o.help.replace('|', '/')}{env} |")
+                     f"{taking} | {o.help.replace('|', '/')}{env} |")
     return "\n".join(lines) + "\n"

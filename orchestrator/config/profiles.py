@@ -21,9 +21,6 @@ PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 # The keys of a profile file every kind reads; each kind adds its own (Kind.fields).
 COMMON_FIELDS = ("kind", "driver", "description", "concurrency", "duration", "warmup", "warmup_max",
                  "warmup_concurrency", "repeat")
-# Profile fields the command line can set (config/option_table.py's ProfileField) that apply to every
-# kind; the others apply to the kinds that list them (Kind.options).
-COMMON_OPTIONS = ("warmup_s", "warmup_max_s", "repeat")
 
 
 @dataclass(frozen=True)
@@ -100,8 +97,8 @@ class Profile:
         has no use for is a usage error rather than silently ignored."""
         changes = {k: v for k, v in changes.items() if v is not None}
         for fld in changes:
-            if fld not in COMMON_OPTIONS and fld not in self.rules.options:
-                applies = [k.name for k in kinds.KINDS.values() if fld in k.options]
+            applies = option_table.kinds_taking(fld)
+            if self.kind not in applies:
                 raise UsageError(f"{option_table.profile_flags()[fld]} does not apply to the {self.kind} profile '{self.name}' "
                                  f"(it applies to: {', '.join(applies)})")
         p = self.rules.override(self, changes)

@@ -71,7 +71,7 @@ class Kind:
     """A kind of load profile; one instance per kind, registered in config/kinds/__init__.py."""
     name = ""
     fields: tuple[str, ...] = ()     # its own keys in a profile file, beyond profiles.COMMON_FIELDS
-    options: tuple[str, ...] = ()    # Profile fields the command line may set for it, beyond profiles.COMMON_OPTIONS
+    options: tuple[str, ...] = ()    # Profile fields the command line may set for it, beyond every kind's (option_table)
     default_concurrency: tuple[int, ...] = (256,)
     # A fixed number of clients, each waiting for its answer: Little's law ties rps and latency to them.
     closed_loop = False
