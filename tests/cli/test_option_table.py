@@ -6,11 +6,13 @@ import inspect
 import subprocess
 import sys
 
+import pytest
 import typer
 from conftest import FIXTURES, ROOT
 
 from orchestrator.cli.app import app
 from orchestrator.config import option_table
+from orchestrator.errors import UsageError
 
 
 def test_docs_options_md_is_the_table_written_out():
@@ -18,6 +20,28 @@ def test_docs_options_md_is_the_table_written_out():
         "docs/options.md is not the table: python -c 'from orchestrator.config import option_table as o; " \
         "open(\"docs/options.md\", \"w\").write(o.markdown())'"
 
+
+
+def test_a_profile_option_applies_to_the_kinds_the_table_names_and_is_refused_by_the_others():
+    from orchestrator.config import kinds, profiles
+    everyone = list(kinds.KINDS)
+    assert option_table.kinds_taking("repeat") == everyone and option_table.kinds_taking("requests") == ["burst"]
+    assert "| `--slo` | str |  | run | capacity |" in option_table.markdown()
+    # a value of each profile option as the command line gives it
+    given = {"concurrency": "8", "rate": "100", "slo": "p99=50ms", "requests": 10_000, "workers": 1, "warmup": "1s",
+             "warmup_max": "2s", "duration": "2s", "repeat": 2}
+    assert set(given) == {o.name for o in option_table.OPTIONS if o.profile}
+    shipped = {p.kind: p for p in map(profiles.load, profiles.shipped())}
+    assert set(shipped) == set(everyone)
+    for name, raw in given.items():
+        ((field_name, value),) = option_table.profile_changes(option_table.Given(**{name: raw})).items()
+        flag = option_table.profile_flags()[field_name]
+        for kind, profile in shipped.items():
+            if kind in option_table.kinds_taking(field_name):
+                profile.with_overrides(**{field_name: value})
+            else:
+                with pytest.raises(UsageError, match=f"{flag} does not apply to the {kind} profile"):
+                    profile.with_overrides(**{field_name: value})
 
 def _commands() -> dict:
     """Every command by its name as the table names it ('infra up' for a group's)."""
