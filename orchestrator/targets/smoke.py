@@ -1,7 +1,7 @@
 """The load smoke: does a target survive the load the studies put on it? (`bench verify --load N`)
 
 After a target passes verification, each scenario it declares gets a burst of N requests on N
-connections at once (the studies use 500 to 2,000), from pacer, back to back in the same JVM; then every
+connections at once (the studies use 500 to 2,000), from k6, back to back in the same JVM; then every
 scenario is verified again. The target survives when every request of every burst got a 2xx answer
 within DRAIN_S (no socket error, no timeout), it is still running, and its answers still meet the
 contract. No figure is kept: the JVM is cold and the burst short, so it proves survival, not speed.
@@ -9,18 +9,19 @@ A burst ends when its last answer comes, so a slow scenario's backlog (1,000 cpu
 behind one core take several seconds here) is part of its burst, not a wait after it. A target that
 dies is named with the cause its log gives.
 
-While one target takes its bursts, the next one starts on the load generator's CPUs (pacer leaves them
+While one target takes its bursts, the next one starts on the load generator's CPUs (k6 leaves them
 mostly idle, waiting on the server) and moves to the server's when its turn comes (in_turn): on 24
 targets the smoke took 318-334 s this way, against 477 s one target after the other. Its startup figure is then marked
 as taken beside that load, and each target's line names the CPUs its bursts were served on.
 
-pacer rather than k6: on three targets (29 bursts), A B A B, `bench verify --load 1000` took 98-99 s
-with pacer against 102-110 s with k6. The bursts took as long (the cold JVMs' work); the gaps
-between them went from 5.2-5.7 s to 1.3-1.4 s (k6's start, and reading its summary and per-request
-CSV). Each arrival is due within the same millisecond and opens a connection of its own when none
-is idle, so a connection is reused only once the server has answered on it before the last ones
-were accepted: 986-1,000 were open at once in those bursts (each burst's summary, beside its files,
-has `max_connections_open`).
+k6 rather than pacer, though pacer starts in a tenth of the time (a burst of 1,000 GETs against nginx:
+0.07-0.12 s against k6's 0.46-0.63 s): pacer sends every SYN of a burst within the same millisecond, and
+Tomcat's accept queue (100) overflowed until TCP's backoff held the last connections. In one smoke of
+24 targets (2026-11-30), 93 of spring-mvc:platform's 1,000 cpu requests waited 44.6 s, its sleep burst
+took 17.9 s (2.1 s with k6), and spring-mvc:coroutines's sleep burst ended with 191 connections closed
+unanswered, the JVM idle meanwhile (its threads dumped at 30 s: every worker waiting for work). k6's
+bursts of the same targets, in some ten smokes, never showed it. On three targets (29 bursts) pacer
+saved 4-11 s of 102-110.
 
 A burst rather than a window of wrk: wrk runs whole seconds and leaves the backlog of its last
 requests to drain after it (1.15 s plus 0.6 s a scenario, on average, on 24 targets here), and
@@ -30,6 +31,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import csv
+import gzip
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -53,9 +56,7 @@ from orchestrator.targets.verify import Verification, verify
 # cpu-yield requests behind one core, took 9 s), and the health path after the burst too.
 DRAIN_S = 120.0
 # The smoke's generator: `bench verify --load` asks for it before any target starts (a build on first use)
-GENERATOR = "pacer"
-# A burst's arrivals are all due within this long (pacer's window: connections / it is the rate)
-BURST_S = 0.001
+GENERATOR = "k6"
 # A burst still running this long (the slowest that passed here took 10 s) has its JVM's threads dumped,
 # kept beside the burst's files and named in its failure: a hang (28 of 1,000 Redis MGETs unanswered for
 # Lettuce's 60 s, twice in CI, never reproduced) leaves the stacks that say where it hung.
@@ -69,32 +70,32 @@ BESIDE_PORT_OFFSET = 2
 DOWNSTREAM_ANSWERS = {"502", "504"}
 
 
-def statuses(r: LoadResult) -> collections.Counter:
-    """The HTTP status of each answered request of a burst, as text, from its arrivals."""
-    status = r.arrivals["status"]
-    return collections.Counter(str(code) for code in status[status > 0].tolist())
+def statuses(per_request: Path) -> collections.Counter:
+    """The status of each request of a k6 burst, from its per-request CSV (one http_reqs row each)."""
+    with gzip.open(per_request, "rt", newline="") as f:
+        return collections.Counter(row["status"] for row in csv.DictReader(f) if row["metric_name"] == "http_reqs")
 
 
-def _downstream_answers_only(scenario, r: LoadResult, spec_dir: Path) -> str:
+def _downstream_answers_only(scenario, r: LoadResult, spec_dir: Path, connections: int) -> str:
     """For a scenario that calls the downstream: '' unless every failure was a contract answer (502/504),
     then those answers in words, kept beside the burst's files; else ''."""
-    if not scenario.backend_work.get("downstream_calls") or r.errors or r.dropped:
+    if not scenario.backend_work.get("downstream_calls") or r.errors or not r.errors_status or r.requests < connections:
         return ""
-    failed = {code: n for code, n in statuses(r).items() if not code.startswith("2")}
-    if not failed or set(failed) - DOWNSTREAM_ANSWERS:
+    path = spec_dir / f"{GENERATOR}-{scenario.name}-c{connections}.requests.csv.gz"
+    seen = statuses(path) if path.exists() else collections.Counter()
+    failed = {code: n for code, n in seen.items() if not code.startswith("2")}
+    if not failed or set(failed) - DOWNSTREAM_ANSWERS or sum(failed.values()) != r.errors_status:
         return ""
     said = ", ".join(f"{n} answered {code}" for code, n in sorted(failed.items()))
     (spec_dir / f"{scenario.name}-downstream-answers.txt").write_text(
-        f"{said} of {len(r.arrivals)}: the contract's answer when a downstream call takes more than 5 s\n")
+        f"{said} of {r.requests}: the contract's answer when a downstream call takes more than 5 s\n")
     return said
 
 
-def _failures(r: LoadResult) -> str:
-    """What went wrong with a burst's requests, counted by kind ('' when every one was answered 2xx)."""
-    non_2xx = sum(n for code, n in statuses(r).items() if not code.startswith("2"))
-    counts = {"non-2xx": non_2xx, "connect": r.errors_connect, "no answer": r.errors_read,
+def _failures(r: LoadResult, asked: int) -> str:
+    counts = {"non-2xx": r.errors_status, "connect": r.errors_connect, "no answer": r.errors_read,
               "write": r.errors_write, "timeout": r.errors_timeout,
-              f"never sent (no connection within {DRAIN_S:.0f} s)": r.dropped}
+              "never sent (k6 stopped the burst at its max duration)": max(0, asked - r.requests - r.errors)}
     return ", ".join(f"{n} {what}" for what, n in counts.items() if n)
 
 
@@ -136,8 +137,8 @@ def survives(target: Target, started, settings, connections: int, logs: Path, po
     for name in target.framework.scenarios:
         scenario = SCENARIOS[name]
         burst = f"{name} ({scenario.method} {scenario.path}) at {connections} connections"
-        spec = LoadSpec(port=port, scenario=scenario, concurrency=connections, rate=connections / BURST_S,
-                        duration_s=BURST_S, cpus=settings.loadgen_cpus, timeout_s=DRAIN_S, host=host,
+        spec = LoadSpec(port=port, scenario=scenario, concurrency=connections, requests=connections,
+                        duration_s=0, cpus=settings.loadgen_cpus, timeout_s=DRAIN_S, host=host,
                         out_dir=logs / "smoke" / target.slug)
         try:
             with _threads_if_stuck(jcmd, started.server.pid, spec.out_dir / f"{name}-threads.txt") as dump:
@@ -153,10 +154,8 @@ def survives(target: Target, started, settings, connections: int, logs: Path, po
         if code is not None:
             return server_failure(f"{burst}: target exited with {code}",
                                   started.server.log_path)
-        if len(r.arrivals) != connections:
-            return f"{burst}: {GENERATOR} scheduled {len(r.arrivals)} requests, not {connections}"
-        failed = _failures(r)
-        if failed and not _downstream_answers_only(scenario, r, spec.out_dir):
+        failed = _failures(r, connections)
+        if failed and not _downstream_answers_only(scenario, r, spec.out_dir, connections):
             return _with_threads(server_failure(f"{burst}: {failed} of {connections} requests failed",
                                                 started.server.log_path), dump)
         if not answered:

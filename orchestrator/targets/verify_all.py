@@ -73,7 +73,7 @@ def verify_all(environment: Environment, targets: list[Target], settings: Settin
                logs: Path, beside: bool) -> Iterator[Outcome]:
     """Each target's outcome, in turn; every target and server stopped when the loop ends, however."""
     if load:
-        os.sched_setaffinity(0, parse_cpus(settings.loadgen_cpus))   # the smoke's pacer and parsing off the server's CPU
+        os.sched_setaffinity(0, parse_cpus(settings.loadgen_cpus))   # the smoke's k6 and parsing off the server's CPU
     with interrupts.quiet_sigterm(), environment.infra() as infra, environment.keep_backends(), \
             contextlib.closing(smoke.in_turn(environment, targets, infra[0].env(), "verify", beside)) as turns:
         since = time.monotonic()

@@ -2,9 +2,10 @@
 the flags of a cell off fan-out's contract, and the smoke's reading of 502 and 504."""
 from __future__ import annotations
 
-import numpy as np
+import gzip
+from pathlib import Path
 
-from orchestrator.config.load import ARRIVAL, NOT_SENT, LoadResult
+from orchestrator.config.load import LoadResult
 from orchestrator.config.scenarios import SCENARIOS
 from orchestrator.core import downstream_api
 from orchestrator.infra import downstream
@@ -38,24 +39,23 @@ def test_a_cell_off_fan_out_s_contract_or_with_a_busy_downstream_is_flagged():
     assert off_contract(json_, {"downstream_calls_per_request": 0.0, "downstream_cpu_pct": 85.0}) == ["downstream-busy"]
 
 
-def _burst(codes: list[int], dropped: int = 0) -> LoadResult:
-    """A burst's result as pacer gives it: an arrival per request, with its status (NOT_SENT: never sent)."""
-    arrivals = np.zeros(len(codes) + dropped, dtype=ARRIVAL)
-    arrivals["status"] = codes + [NOT_SENT] * dropped
-    return LoadResult(requests=len(codes), duration_s=0.001, dropped=dropped, arrivals=arrivals)
+def _burst_csv(folder: Path, name: str, codes: list[str]) -> None:
+    header = "metric_name,timestamp,metric_value,status\n"
+    rows = "".join(f"http_reqs,1,1,{c}\nhttp_req_duration,1,20,{c}\n" for c in codes)
+    with gzip.open(folder / f"k6-{name}-c{len(codes)}.requests.csv.gz", "wt") as f:
+        f.write(header + rows)
 
 
 def test_the_smoke_takes_fan_out_s_502_and_504_as_answers_and_nothing_else(tmp_path):
     """A burst into a fresh JVM can queue calls past the contract's 5 s: the target answered 504 by the
     contract and survived. A 500, or a 504 from a scenario that calls no downstream, is a failure."""
     fan_out = SCENARIOS["fan-out"]
-    answered = _burst([200, 200, 504, 502])
-    assert smoke._downstream_answers_only(fan_out, answered, tmp_path) == "1 answered 502, 1 answered 504"
+    _burst_csv(tmp_path, "fan-out", ["200", "200", "504", "502"])
+    r = LoadResult(requests=4, duration_s=1.0, errors_status=2)
+    assert smoke._downstream_answers_only(fan_out, r, tmp_path, 4) == "1 answered 502, 1 answered 504"
     assert "the contract's answer" in (tmp_path / "fan-out-downstream-answers.txt").read_text()
-    assert smoke._failures(answered) == "2 non-2xx"
-    assert smoke._downstream_answers_only(fan_out, _burst([200, 200, 504, 500]), tmp_path) == ""
-    assert smoke._downstream_answers_only(SCENARIOS["json"], answered, tmp_path) == ""
-    never_sent = _burst([200, 504, 502], dropped=1)   # one of four never sent: a failure whatever came back
-    assert smoke._downstream_answers_only(fan_out, never_sent, tmp_path) == ""
-    assert smoke._failures(never_sent) == "2 non-2xx, 1 never sent (no connection within 120 s)"
-    assert smoke._failures(_burst([200] * 4)) == ""
+    _burst_csv(tmp_path, "fan-out", ["200", "200", "504", "500"])
+    assert smoke._downstream_answers_only(fan_out, r, tmp_path, 4) == ""
+    assert smoke._downstream_answers_only(SCENARIOS["json"], r, tmp_path, 4) == ""
+    _burst_csv(tmp_path, "fan-out", ["200", "504", "502"])   # one of four never sent: a failure whatever came back
+    assert smoke._downstream_answers_only(fan_out, LoadResult(requests=3, duration_s=1.0, errors_status=2), tmp_path, 4) == ""
