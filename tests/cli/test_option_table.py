@@ -21,7 +21,6 @@ def test_docs_options_md_is_the_table_written_out():
         "open(\"docs/options.md\", \"w\").write(o.markdown())'"
 
 
-
 def test_a_profile_option_applies_to_the_kinds_the_table_names_and_is_refused_by_the_others():
     from orchestrator.config import kinds, profiles
     everyone = list(kinds.KINDS)
@@ -42,6 +41,7 @@ def test_a_profile_option_applies_to_the_kinds_the_table_names_and_is_refused_by
             else:
                 with pytest.raises(UsageError, match=f"{flag} does not apply to the {kind} profile"):
                     profile.with_overrides(**{field_name: value})
+
 
 def _commands() -> dict:
     """Every command by its name as the table names it ('infra up' for a group's)."""
