@@ -23,6 +23,12 @@ unanswered, the JVM idle meanwhile (its threads dumped at 30 s: every worker wai
 bursts of the same targets, in some ten smokes, never showed it. On three targets (29 bursts) pacer
 saved 4-11 s of 102-110.
 
+Two lanes at once (a second lane's targets served on the load generator's CPU and loaded from the
+server's) did not pay either: on 24 targets (2026-11-30) the smoke took 674 s against one lane's 698 s,
+its bursts a third slower each (794 s against 582 s in all). One lane already keeps the load generator's
+CPU busy with k6, the backends serving the bursts and the next target's start, so two cold JVMs at once
+share the same two CPUs rather than doubling them.
+
 A burst rather than a window of wrk: wrk runs whole seconds and leaves the backlog of its last
 requests to drain after it (1.15 s plus 0.6 s a scenario, on average, on 24 targets here), and
 within one second a slow scenario could answer nothing and still pass.
