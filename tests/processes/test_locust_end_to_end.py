@@ -20,7 +20,7 @@ from conftest import ROOT
 
 from orchestrator.config import driver_registry
 from orchestrator.config.load import LoadResult, LoadSpec, Ramp
-from orchestrator.config.scenarios import Scenario
+from orchestrator.config.scenarios import SCENARIOS, Scenario
 from orchestrator.drivers.locust import LocustDriver, free_port
 from orchestrator.measure.checks import cell_flags
 
@@ -53,6 +53,15 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(b"ok")
 
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        with self.server.lock:
+            self.server.posts.append((self.path, self.headers["Content-Type"], body))
+        self.send_response(201)
+        self.send_header("Content-Length", "8")
+        self.end_headers()
+        self.wfile.write(b'{"id":1}')
+
 
 class Server(ThreadingHTTPServer):
     request_queue_size = 128   # a step's users connect at once: the default backlog of 5 drops their SYNs
@@ -73,7 +82,7 @@ def server():
     gc.freeze()
     s = Server(("127.0.0.1", 0), Handler)
     s.daemon_threads, s.lock, s.first, s.delay_s, s.stall = True, threading.Lock(), None, 0.02, None
-    s.starve, s.starved = None, None
+    s.starve, s.starved, s.posts = None, None, []
     thread = threading.Thread(target=s.serve_forever, daemon=True)
     thread.start()
     yield s
@@ -105,6 +114,18 @@ def check_every_second_and_step(result: LoadResult, ramp: Ramp):
         mine = seconds_of(result.timeseries, step)
         assert [rec["epoch_s"] for rec in mine] == [r.started_at + i for i in range(len(mine))], step
         assert r.duration_s == len(mine) and r.requests == sum(rec["rps"] for rec in mine), step
+
+
+def test_a_post_goes_out_with_its_body_and_its_status_counts_as_answered(server, tmp_path):
+    # db-write's POST, as a ramp of Locust sends it (mvc-vs-reactive-ramp:db's cells, on real targets)
+    write = SCENARIOS["db-write"]
+    ramp = Ramp(start_users=2, step_users=0, step_s=2, steps=1, workers=0)
+    result = driver_registry.get("locust").run(LoadSpec(
+        port=server.server_address[1], scenario=write, concurrency=2, duration_s=ramp.duration_s, cpus="0",
+        timeout_s=10, out_dir=tmp_path, ramp=ramp))
+    assert result.requests >= 20 and result.errors == 0 and result.errors_status == 0, result
+    assert len(server.posts) >= result.requests
+    assert set(server.posts) == {(write.path, "application/json", write.body)}, server.posts[:3]
 
 
 def test_a_stall_is_a_zero_second_that_its_step_counts(server, tmp_path):

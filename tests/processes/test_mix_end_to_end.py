@@ -23,7 +23,8 @@ def test_a_workload_s_capacity_is_what_its_blocking_part_leaves_of_a_pool(tmp_pa
                                                         "loadgen_cpus": "0", "seeded": "test_mix"}})
     path = tmp_path / "half-asleep.toml"
     path.write_text('description = "half asleep"\ntargets = ["fixture:pool-16"]\nobjective = "p99=50ms"\n'
-                    '[mix]\nsleep = 1\njson = 1\n')
+                    '[mix]\nsleep = 1\njson = 1\n'
+                    '[objectives]\njson = "p50=140ms"\n')   # of its own, never binding: each row says which it met
     r = bench("run", *PORTS, "--workload", str(path), "--duration", "2s", "--warmup", "2s", "--warmup-max", "2s",
               "--results-dir", str(results_dir))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr
@@ -39,6 +40,8 @@ def test_a_workload_s_capacity_is_what_its_blocking_part_leaves_of_a_pool(tmp_pa
         mine[["capacity_low_rps", "capacity_high_rps"]]
     sleeps = found.loc["half-asleep/sleep"]
     assert sleeps["capacity_low_rps"] == pytest.approx(mine["capacity_low_rps"] / 2)
+    # each scenario's rows name the objective it was judged by: json its own, the sleeps the mix's
+    assert sleeps["slo"] == mine["slo"] and found.loc["half-asleep/json", "slo"] == "p50 <= 140 ms, errors <= 0.1 %"
     # each probe's scenarios: their own requests, their own latencies (the sleeps' at least their 100 ms)
     probes = df[df["rate"].notna()]
     per = probes[probes["mix"] == "half-asleep"].groupby("scenario")["latency_p50_ms"].median()

@@ -11,7 +11,6 @@ from conftest import PORTS, ROOT, RUN_AS, bench
 from orchestrator.config import presets
 from orchestrator.config.catalog import discover
 from orchestrator.config.modes import with_modes
-from orchestrator.infra.hostinfo import host_info
 from orchestrator.measure import calibrate, ceilings
 from orchestrator.results import starts
 from orchestrator.results import store as results
@@ -21,26 +20,22 @@ from orchestrator.results import store as results
 # form runs as a preset's (a burst, warm and cold) and test_profiles as a profile's (k6's closed loop);
 # each preset's plan and claims are checked without a JVM (test_claims): 170 s of CI saved
 COVERED = {"service-calls:burst",            # one burst of cache-aside on Vert.x (13 s)
-           # fan-out's quick search on Vert.x, on cache-aside (the smoke and the end-to-end test load it)
-           "service-calls:cache-aside",
+           # a quick search on Vert.x of fan-out (23 s) and of cache-aside, which the smoke, the evidence and
+           # the end-to-end tests load; a search on real targets is :overload's, one whose ceiling is seeded
+           # test_capacity's, a search's evidence columns test_mix's
+           "service-calls:fan-out", "service-calls:cache-aside",
            "spring-concurrency-models",      # bursts of sleep at 500 on three Spring targets (60 s)
            "cpu-and-io-bursts",              # warm bursts of its claims' cells on Spring targets (60 s)
            "gateway-vt-vs-webflux",          # 2-s closed loops of k6 on the two gateways (40 s)
-           # a Locust ramp of GETs on MVC platform, as cpu-yield's quick form runs (its part :db's, a POST)
-           "mvc-vs-reactive-ramp:light", "mvc-vs-reactive-ramp:sleep"}
-# A capacity preset whose quick form finds pacer's open-model ceiling already in its --results-dir (as
-# tests/processes/test_capacity_end_to_end.py seeds it): a run that measures a missing one is cold-start-and-spike:overload's
-# to show, and measuring it again took about 40 s
-SEEDED_CEILING = {"service-calls:fan-out": 40_000.0}
+           # a Locust ramp on Spring targets, as cpu-yield's quick form runs: of GETs, and (:db) of db-write's
+           # POST, whose body and status test_locust_end_to_end checks and whose INSERT on every target the
+           # smoke loads (41 s)
+           "mvc-vs-reactive-ramp:light", "mvc-vs-reactive-ramp:sleep", "mvc-vs-reactive-ramp:db"}
 
 
 @pytest.mark.parametrize("name", [n for n in presets.names() if n not in RUN_AS and n not in COVERED])
 def test_a_preset_runs_to_completion_in_its_quick_form(results_dir, name):
     preset = presets.load(name, discover(ROOT / "frameworks"), quick=True)
-    if name in SEEDED_CEILING:
-        ceilings.store(results_dir, host_info(), {"pacer": {"open_ceiling_rps": SEEDED_CEILING[name],
-                                                            "server_cpus": "1", "loadgen_cpus": "0",
-                                                            "seeded": "test_presets"}})
     r = bench("run", *PORTS, "--preset", name, "--quick", "--results-dir", str(results_dir), frameworks=None,
               timeout=1500)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr
@@ -53,32 +48,29 @@ def test_a_preset_runs_to_completion_in_its_quick_form(results_dir, name):
     planned = with_modes(preset.matrix, preset.jvm_modes, preset.starts)
     assert measured == {(t, s) for t, scenarios in planned.items() for s in scenarios}
     if preset.profile.kind == "capacity":
-        if name in SEEDED_CEILING:
-            assert "is not calibrated" not in " ".join(r.stdout.split()), r.stdout[-3000:]
-        else:
-            # With no calibration in its --results-dir, the run measured pacer's open-model ceiling first
-            # and kept it there (never in the checkout's results/), as the search's cap; only up to twice
-            # what its search can offer (the quick form: 500/s doubled over 8 probes, 128,000/s, above
-            # what pacer keeps here, so it measures up to its own limit)
-            assert "is not calibrated" in " ".join(r.stdout.split()), r.stdout[-3000:]
-            # (at least one rate kept: with the host stealing 23-32 % of both CPUs, pacer kept only 375/s
-            # with its own lag p99 within 1 ms, where a calm host keeps the whole 8,000 the quick search needs)
-            assert ceilings.ceilings(results_dir=results_dir, loadgen_cpus="0", key="open_ceiling_rps")["pacer"] > 0
-            # its ceiling is the highest probe that kept the rate with p99 and its own lag within the test
-            # and nothing dropped, probed as long as the search's own probes
-            (record,) = json.loads((results_dir / ceilings.FILE).read_text())["machines"].values()
-            pacer = record["generators"]["pacer"]
-            passed = [p for p in pacer["open_probes"] if p["verdict"].startswith("pass")]
-            assert pacer["open_ceiling_rps"] == max(p["rate"] for p in passed)
-            needed = preset.profile.rules.open_ceiling_needed(preset.profile)
-            assert max(p["rate"] for p in pacer["open_probes"]) <= needed
-            assert pacer["open_capped_at"] in (needed, None)   # None: it failed below the need
-            assert (pacer["open_window_s"], pacer["open_resolution"]) == (2.0, 0.5)   # as the quick search's probes
-            # each over the host's own timer: pacer's lag where it idles between arrivals
-            floor = pacer["open_timer_floor_ms"]
-            assert floor >= 0 and f"{floor:g} ms at {calibrate.OPEN_FLOOR_RATE}/s" in pacer["open_test"], pacer
-            assert all(p["dropped"] == 0 and p["p99_ms"] <= calibrate.OPEN_P99_MS + floor and p["rps"] >= 0.97 * p["rate"]
-                       and p["send_lag_p99_ms"] <= calibrate.OPEN_LAG_MS + floor for p in passed), passed
+        # With no calibration in its --results-dir, the run measured pacer's open-model ceiling first
+        # and kept it there (never in the checkout's results/), as the search's cap; only up to twice
+        # what its search can offer (the quick form: 500/s doubled over 8 probes, 128,000/s, above
+        # what pacer keeps here, so it measures up to its own limit)
+        assert "is not calibrated" in " ".join(r.stdout.split()), r.stdout[-3000:]
+        # (at least one rate kept: with the host stealing 23-32 % of both CPUs, pacer kept only 375/s
+        # with its own lag p99 within 1 ms, where a calm host keeps the whole 8,000 the quick search needs)
+        assert ceilings.ceilings(results_dir=results_dir, loadgen_cpus="0", key="open_ceiling_rps")["pacer"] > 0
+        # its ceiling is the highest probe that kept the rate with p99 and its own lag within the test
+        # and nothing dropped, probed as long as the search's own probes
+        (record,) = json.loads((results_dir / ceilings.FILE).read_text())["machines"].values()
+        pacer = record["generators"]["pacer"]
+        passed = [p for p in pacer["open_probes"] if p["verdict"].startswith("pass")]
+        assert pacer["open_ceiling_rps"] == max(p["rate"] for p in passed)
+        needed = preset.profile.rules.open_ceiling_needed(preset.profile)
+        assert max(p["rate"] for p in pacer["open_probes"]) <= needed
+        assert pacer["open_capped_at"] in (needed, None)   # None: it failed below the need
+        assert (pacer["open_window_s"], pacer["open_resolution"]) == (2.0, 0.5)   # as the quick search's probes
+        # each over the host's own timer: pacer's lag where it idles between arrivals
+        floor = pacer["open_timer_floor_ms"]
+        assert floor >= 0 and f"{floor:g} ms at {calibrate.OPEN_FLOOR_RATE}/s" in pacer["open_test"], pacer
+        assert all(p["dropped"] == 0 and p["p99_ms"] <= calibrate.OPEN_P99_MS + floor and p["rps"] >= 0.97 * p["rate"]
+                   and p["send_lag_p99_ms"] <= calibrate.OPEN_LAG_MS + floor for p in passed), passed
         # a search writes its probes (as many as it takes) and then one capacity row per target and scenario
         found, df = df[df["rate"].isna()], df[df["rate"].notna()]
         assert len(found) == len(measured) * preset.profile.repeat and found["verdict"].notna().all()
@@ -136,7 +128,7 @@ def test_a_preset_runs_to_completion_in_its_quick_form(results_dir, name):
         if len(spiked):
             ts = results.load_timeseries(run)
             assert set(ts["step"]) == {1, 2, 3} and ts["offered_per_s"].sum() > 0
-    if name in ("redis-frameworks", "mvc-vs-reactive-ramp:db", "cold-start-and-spike:overload", "far-database"):
+    if name in ("redis-frameworks", "cpu-yield", "cold-start-and-spike:overload", "far-database"):
         # The report of a preset run (a ramp's with its time series, a search's with its capacity and spike) renders.
         r = bench("report", run.name, "--results-dir", str(results_dir), frameworks=None, timeout=600)
         assert r.returncode == 0, r.stdout + r.stderr

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from orchestrator.config.kinds.base import CellRun, Kind, Rows
-from orchestrator.config.kinds.capacity_search import PASS, SPOILED, Search, judge, vus_for
+from orchestrator.config.kinds.capacity_search import PASS, SPOILED, Search, judge, own_objectives, vus_for
 from orchestrator.config.load import LoadResult
 from orchestrator.config.objective import Objective, parse_slo
 from orchestrator.core.schema import GRACEFUL, percentile_label
@@ -123,9 +123,13 @@ class CapacityKind(Kind):
                    "recovery_s": spike[0]["recovery_s"] if spike else None,
                    "check_flags": ",".join(capacity_flags(best, rows, outcome, overloads, search.high))}
         # a mix: each scenario's figures in every probe, and at the capacity its share of it
-        parts = [part for row, result in zip(rows, results) for part in cell.parts(row, result)]
+        # each part's row says the objective it was judged by: its own where it has one, else the mix's
+        own = {part.scenario.name: o.describe(part.scenario) for part, o in own_objectives(scenario, objective)}
+        parts = [{**part, "slo": own.get(part["scenario"].partition("/")[2], slo)}
+                 for row, result in zip(rows, results) for part in cell.parts(row, result)]
         shares = getattr(scenario, "shares", {})
-        at_capacity = [{**part, "rate": None, "step": None, "verdict": outcome,
+        at_capacity = [{**part, "slo": own.get(part["scenario"].partition("/")[2], slo),
+                        "rate": None, "step": None, "verdict": outcome,
                         "capacity_low_rps": search.low * shares[part["scenario"].partition("/")[2]],
                         "capacity_high_rps": summary["capacity_high_rps"] and
                         summary["capacity_high_rps"] * shares[part["scenario"].partition("/")[2]]}

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from orchestrator.config.load import LoadResult
-from orchestrator.config.mix import parts_of
+from orchestrator.config.mix import Part, parts_of
 from orchestrator.config.objective import Objective
 from orchestrator.config.scenarios import Scenario
 from orchestrator.core.schema import percentile_label
@@ -120,12 +120,12 @@ def _judge(offered: float, r: LoadResult, flags: list[str], objective: Objective
     if latency > bound:
         return Verdict(FAIL, f"{label} {latency:,.1f} ms > {bound:g} ms", close)
     said = [f"{label} {latency:,.1f} ms <= {bound:g} ms"]
-    for part in parts_of(scenario):   # a mix's scenarios with an objective of their own
-        if part.objective is None or part.scenario.name not in r.parts:
+    for part, own in own_objectives(scenario, objective):   # a mix's scenarios with one of their own
+        name = part.scenario.name
+        if name not in r.parts:
             continue
-        own = Objective(part.objective[0], part.objective[1], objective.error_budget)
-        value, limit = getattr(r.parts[part.scenario.name], f"latency_{own.percentile}"), own.bound_for(part.scenario)
-        what = f"{part.scenario.name}'s {percentile_label(own.percentile)} {value:,.1f} ms"
+        value, limit = getattr(r.parts[name], f"latency_{own.percentile}"), own.bound_for(part.scenario)
+        what = f"{name}'s {percentile_label(own.percentile)} {value:,.1f} ms"
         close = close or abs(value - limit) <= CLOSE * limit
         if not value <= limit:
             return Verdict(FAIL, f"{what} > {limit:g} ms (its own objective)", close)
@@ -215,3 +215,9 @@ class Search:
         if self.high is not None and (self.high - self.low) / self.low <= self.resolution:
             return "found"
         return "unresolved"
+
+
+def own_objectives(scenario: Scenario, objective: Objective) -> list[tuple[Part, Objective]]:
+    """A mix's scenarios that have an objective of their own, each with it (its error budget the mix's)."""
+    return [(part, Objective(part.objective[0], part.objective[1], objective.error_budget))
+            for part in parts_of(scenario) if part.objective]
