@@ -125,14 +125,13 @@ class CapacityKind(Kind):
         # a mix: each scenario's figures in every probe, and at the capacity its share of it
         # each part's row says the objective it was judged by: its own where it has one, else the mix's
         own = {part.scenario.name: o.describe(part.scenario) for part, o in own_objectives(scenario, objective)}
-        parts = [{**part, "slo": own.get(part["scenario"].partition("/")[2], slo)}
+        parts = [{**part, "slo": own.get(_part_of(part), slo)}
                  for row, result in zip(rows, results) for part in cell.parts(row, result)]
         shares = getattr(scenario, "shares", {})
-        at_capacity = [{**part, "slo": own.get(part["scenario"].partition("/")[2], slo),
-                        "rate": None, "step": None, "verdict": outcome,
-                        "capacity_low_rps": search.low * shares[part["scenario"].partition("/")[2]],
+        at_capacity = [{**part, "slo": own.get(_part_of(part), slo), "rate": None, "step": None, "verdict": outcome,
+                        "capacity_low_rps": search.low * shares[_part_of(part)],
                         "capacity_high_rps": summary["capacity_high_rps"] and
-                        summary["capacity_high_rps"] * shares[part["scenario"].partition("/")[2]]}
+                        summary["capacity_high_rps"] * shares[_part_of(part)]}
                        for part in (cell.parts(best, best_result) if best else [])]
         return rows + overloads + spike + [summary] + parts + at_capacity, series
 
@@ -283,3 +282,8 @@ def overload_verdict(capacity: float, overloads: list[dict], failed_at: float | 
                 *known("gc_time_ms", "GC {:,.0f} ms")]
     return (f"{word}: at {last['overload_factor']:g}x its capacity ({last['rate']:,.0f}/s) goodput held "
             f"{100 * held:.0f} % of it ({', '.join(evidence)})")
+
+
+def _part_of(row: dict) -> str:
+    """The scenario a mix's part row is of ('MIX/NAME' -> NAME)."""
+    return row["scenario"].partition("/")[2]
