@@ -30,7 +30,7 @@ from orchestrator.infra.docker_engine import address_toward, ship
 from orchestrator.infra.network import Network, stale_namespaces
 from orchestrator.infra.procs import ensure_port_free, server_failure
 from orchestrator.targets import aot_cache, images, runtimes
-from orchestrator.targets.build import build
+from orchestrator.targets.build import build_all
 from orchestrator.targets.jdk import Jdk, find_jdk
 from orchestrator.targets.jvm import jvm_options
 from orchestrator.targets.runtimes import LaunchSpec, Runtime, Server
@@ -162,17 +162,20 @@ class Environment:
         return [self.catalog[n] for n in dict.fromkeys(names)]
 
     def build_all(self, targets: list[Target], force: bool = False) -> None:
-        for fw in self.frameworks_for(targets):
-            with self.console.status(f"building {fw.name} ({' '.join(fw.build_command)})"):
-                try:
-                    artifact, seconds = build(fw, self.jdk, self.logs / f"build-{fw.name}.log", force)
-                    self.artifacts[fw.name] = artifact
-                    self.build_times[fw.name] = seconds
-                    self.console.print(f"[green]built[/] {fw.name}" + (f" in {seconds:.1f} s" if seconds
-                                                                     else " (up to date)"))
-                except TargetFailed as e:
-                    self.build_failures[fw.name] = e.reason
-                    self.console.print(f"[red]build failed[/] {fw.name}: {e.reason.splitlines()[0]}")
+        frameworks = self.frameworks_for(targets)
+        built: dict[str, Path] = {}
+        with self.console.status(f"building {', '.join(fw.name for fw in frameworks)}"):
+            for fw, artifact, seconds, failure in build_all(frameworks, self.jdk, self.logs, force):
+                if failure:
+                    self.build_failures[fw.name] = failure
+                    self.console.print(f"[red]build failed[/] {fw.name}: {failure.splitlines()[0]}")
+                    continue
+                built[fw.name] = artifact
+                self.build_times[fw.name] = seconds
+                self.console.print(f"[green]built[/] {fw.name}" + (f" in {seconds:.1f} s" if seconds
+                                                                 else " (up to date)"))
+        # in the catalog's order, not the builds' ends: the images are made in it
+        self.artifacts.update({fw.name: built[fw.name] for fw in frameworks if fw.name in built})
         if self.settings.runtime == "docker":
             self.build_images()
             if self.runtime.host:

@@ -216,7 +216,8 @@ def test_a_build_stops_the_daemon_it_started_and_not_one_that_appeared_meanwhile
     meanwhile = threading.Thread(target=an_ide_starts_its_daemon)
     meanwhile.start()
     try:
-        build.build(fw, Jdk(home=Path("/nonexistent-jdk"), version="21"), tmp_path / "build.log")
+        (_, artifact, _, failure), = build.build_all([fw], Jdk(home=Path("/nonexistent-jdk"), version="21"), tmp_path)
+        assert artifact and not failure, failure
         meanwhile.join()
         started = int((fw_dir / "daemon.pid").read_text())   # it sleeps for two minutes unless stopped
         wait_for(lambda: not psutil.pid_exists(started) or psutil.Process(started).status() == psutil.STATUS_ZOMBIE,

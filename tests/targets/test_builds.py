@@ -1,0 +1,65 @@
+"""Frameworks build at once (build_all), and a build still running when the caller stops is killed."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import psutil
+from conftest import FIXTURES, wait_for
+
+from orchestrator.config.catalog import discover
+from orchestrator.targets import build
+from orchestrator.targets.jdk import Jdk
+
+NO_JDK = Jdk(home=Path("/nonexistent-jdk"), version="21")
+
+
+def _frameworks(root: Path, commands: dict[str, str]) -> list:
+    """Folders under root whose build runs the shell command given for each name (as the fixture
+    framework otherwise is), each leaving target/app.jar when its command gets that far."""
+    manifest = (FIXTURES / "fixture" / "framework.toml").read_text()
+    head, rest = manifest.split("[build]")
+    for name, command in commands.items():
+        folder = root / name
+        folder.mkdir(parents=True)
+        (folder / "framework.toml").write_text(
+            head.replace('name = "fixture"', f'name = "{name}"') + f'[build]\ncommand = ["sh", "-c", {json.dumps(command)}]\n'
+            f'artifact = "target/app.jar"\n\n[start]{rest.split("[start]")[1]}')
+    catalog = discover(root)
+    return [catalog[name] for name in commands]
+
+
+def test_builds_run_at_once_and_each_is_reported_as_it_ends(tmp_path):
+    # each build waits until the other has started: one after the other, neither would end
+    wait_other = "for i in $(seq 200); do [ -e ../{other}/started ] && break; sleep 0.05; done; [ -e ../{other}/started ]"
+    frameworks = _frameworks(tmp_path / "frameworks", {
+        "one": "touch started; " + wait_other.format(other="two") + " && mkdir -p target && touch target/app.jar",
+        "two": "touch started; " + wait_other.format(other="one") + " && exit 3"})
+    ends = {fw.name: (artifact, seconds, failure) for fw, artifact, seconds, failure
+            in build.build_all(frameworks, NO_JDK, tmp_path / "logs")}
+    assert ends["one"][0] == frameworks[0].artifact_path and ends["one"][1] > 0 and ends["one"][2] == ""
+    assert ends["two"][0] is None and ends["two"][2].startswith("build of two failed (exit 3); last lines of "
+                                                                  f"{tmp_path / 'logs' / 'build-two.log'}")
+    # current now: not built again
+    (again,) = build.build_all(frameworks[:1], NO_JDK, tmp_path / "logs")
+    assert again[1:] == (frameworks[0].artifact_path, None, "")
+
+
+def test_a_caller_that_stops_leaves_no_build_running(tmp_path):
+    frameworks = _frameworks(tmp_path / "frameworks", {
+        "quick": "mkdir -p target && touch target/app.jar",
+        # a command's child, as `sh -c` leaves one: the build's whole session goes
+        "stuck": "sleep 300 & echo $! > child.pid; wait"})
+    ends = build.build_all(frameworks, NO_JDK, tmp_path / "logs")
+    first = next(ends)
+    assert first[0].name == "quick" and first[3] == ""
+    pid_file = tmp_path / "frameworks" / "stuck" / "child.pid"
+    wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), 10, "the stuck build's child")
+    child = int(pid_file.read_text())
+    ends.close()   # what a Ctrl-C in the caller's loop does to the generator
+    deadline = time.monotonic() + 10
+    while psutil.pid_exists(child) and psutil.Process(child).status() != psutil.STATUS_ZOMBIE \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
