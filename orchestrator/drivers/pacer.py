@@ -106,6 +106,11 @@ def keep_records(records, raw: Path) -> Path:
     return kept
 
 
+def sent_in_window(records, window_s: float):
+    """Which arrivals pacer sent inside the window (its own lag included): the requests a window counts."""
+    return records["intended_ns"] + records["lag_us"].astype("u8") * 1000 <= window_s * 1e9
+
+
 def result_of(summary: dict, records, window_s: float, parts: list[Part] | None = None) -> LoadResult:
     """pacer's summary and records -> the window's LoadResult. Latencies are those of every request
     answered with a status below 400 (as k6's), in ms, those that waited past the window's end for a
@@ -115,12 +120,11 @@ def result_of(summary: dict, records, window_s: float, parts: list[Part] | None 
     With the parts of a mix, `parts` holds each one's result by scenario name, from its arrivals alone
     (connect errors and bytes are the connection's, not an arrival's: the mix's only)."""
     status = records["status"]
-    sent_in_window = records["intended_ns"] + records["lag_us"].astype("u8") * 1000 <= window_s * 1e9
     answered = status > 0
     # its own lag: of the arrivals that found a connection idle (a wait for a busy one is the server's)
     lag_ms = records["lag_us"][(status != ERR_DROPPED) & (records["flags"] & WAITED == 0)] / 1000.0
     result = LoadResult(
-        requests=int((answered & sent_in_window).sum()), duration_s=window_s, bytes=int(summary["bytes"]),
+        requests=int((answered & sent_in_window(records, window_s)).sum()), duration_s=window_s, bytes=int(summary["bytes"]),
         errors_connect=int(summary["errors_connect"]), errors_read=int((status == ERR_READ).sum()),
         errors_write=int((status == ERR_WRITE).sum()), errors_timeout=int((status == ERR_TIMEOUT).sum()),
         errors_status=int((answered & (status >= 400)).sum()), dropped=int((status == ERR_DROPPED).sum()),

@@ -11,7 +11,7 @@ from pacer_server import length, pace
 from orchestrator.config.driver_registry import get
 from orchestrator.config.load import LoadResult, LoadSpec
 from orchestrator.config.scenarios import Scenario
-from orchestrator.drivers.pacer import behind_schedule, read_records
+from orchestrator.drivers.pacer import behind_schedule, read_records, sent_in_window
 
 
 def test_chunked_and_until_close_bodies_and_server_closes_are_read_to_their_end(serve, tmp_path):
@@ -21,8 +21,10 @@ def test_chunked_and_until_close_bodies_and_server_closes_are_read_to_their_end(
     answers = [chunked, length(extra="Connection: close\r\n"), until_close, length(b"")]
     server = serve(lambda n: answers[n % 4])
     r, rec = pace(tmp_path, server.port, duration_s=0.5)
-    assert r.requests == 100 and not r.errors and r.dropped == 0, r
-    assert set(rec["status"]) == {200}
+    assert len(rec) == 100 and set(rec["status"]) == {200} and not r.errors and r.dropped == 0, r
+    # every one sent in the window, but where pacer, short of CPU, sent its last ones after it (the slow
+    # tier's set-up beside this tier once held it 43 ms behind): answered, and not the window's requests
+    assert r.requests == sent_in_window(rec, 0.5).sum() and (r.requests == 100 or r.late_sends), r
     # a closed connection is replaced: about one new one for each of the half that closed
     assert 45 <= server.connections <= 70, server.connections
 
@@ -83,15 +85,17 @@ def test_a_mix_draws_each_arrival_s_part_by_weight_and_gives_each_part_its_own_f
     n = len(rec)
     assert n == 2000 and set(r.parts) == set(weights) and r.requests == sum(x.requests for x in r.parts.values()), r
     part = rec["flags"] >> 8
+    answered = {}   # each part's arrivals answered, those pacer sent after the window (short of CPU) too
     for k, (name, w) in enumerate(weights.items()):
         share = w / 100
         assert abs((part == k).sum() / n - share) <= 4 * (share * (1 - share) / n) ** 0.5, (name, (part == k).sum())
-        answered = (part == k) & (rec["status"] > 0)
-        assert r.parts[name].requests == answered.sum() and r.parts[name].dropped == ((part == k) & (rec["status"] == -4)).sum()
+        answered[name] = (part == k) & (rec["status"] > 0)
+        assert r.parts[name].requests == (answered[name] & sent_in_window(rec, 2.0)).sum()
+        assert r.parts[name].dropped == ((part == k) & (rec["status"] == -4)).sum()
     sent = [req.split(b"\r\n")[0] for req in server.requests]
-    assert sent.count(b"GET /plaintext HTTP/1.1") == r.parts["plaintext"].requests
+    assert sent.count(b"GET /plaintext HTTP/1.1") == answered["plaintext"].sum()
     posts = [req for req in server.requests if req.startswith(b"POST /db ")]
-    assert len(posts) == r.parts["db-write"].requests and all(p.endswith(SCENARIOS["db-write"].body) for p in posts)
+    assert len(posts) == answered["db-write"].sum() and all(p.endswith(SCENARIOS["db-write"].body) for p in posts)
     ids = sorted(int(line.split(b"=")[1].split(b" ")[0]) for line in sent if line.startswith(b"GET /cache-aside?id="))
     cycle = SCENARIOS["cache-aside"].ids
     assert ids == sorted(int(cycle.path(k).split("=")[1]) for k in range(len(ids))), ids[:20]
