@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import signal
 import subprocess
 import threading
 import time
@@ -96,8 +95,9 @@ class Builds:
         with self._lock:
             if self._stopped:
                 raise TargetFailed("the build was stopped")
-            # a session of its own, stopped whole: `sh -c` a framework's command may be leaves its children
-            p = subprocess.Popen(argv, start_new_session=True, **options)
+            # in bench's own process group, as one build at a time was: a signal to the group (a terminal's
+            # Ctrl-C, the test command stopping its set-up) reaches the builds too
+            p = subprocess.Popen(argv, **options)
             self._running.add(p)
         try:
             return p.wait()
@@ -110,8 +110,10 @@ class Builds:
             self._stopped = True
             running = list(self._running)
         for p in running:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGKILL)
+            with contextlib.suppress(psutil.Error):   # its children first: `sh -c` a command may be leaves them
+                for child in psutil.Process(p.pid).children(recursive=True):
+                    child.kill()
+            p.kill()
             p.wait()
 
 

@@ -1,12 +1,17 @@
 """Frameworks build at once (build_all), and a build still running when the caller stops is killed."""
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import psutil
-from conftest import FIXTURES, wait_for
+from conftest import FIXTURES, ROOT, bench_env, wait_for
 
 from orchestrator.config.catalog import discover
 from orchestrator.targets import build
@@ -63,3 +68,22 @@ def test_a_caller_that_stops_leaves_no_build_running(tmp_path):
             and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+
+
+def test_bench_build_stopped_with_its_process_group_leaves_no_build_running(tmp_path):
+    # as the test command stops its set-up when the fast tier fails: SIGTERM to the group `bench build` leads
+    frameworks = _frameworks(tmp_path / "frameworks", {"stuck": "sleep 300 & echo $! > child.pid; wait"})
+    build_cli = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "build"], cwd=ROOT,
+                                 env=bench_env(tmp_path / "frameworks"), stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, start_new_session=True)
+    pid_file = frameworks[0].path / "child.pid"
+    try:
+        wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), 30, "the build's child")
+        child = int(pid_file.read_text())
+        os.killpg(build_cli.pid, signal.SIGTERM)
+        build_cli.wait(timeout=10)
+        wait_for(lambda: not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE,
+                 10, "the build's child to end")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(build_cli.pid, signal.SIGKILL)
