@@ -7,6 +7,7 @@ import glob
 import http.server
 import inspect
 import io
+import json
 import os
 import re
 import shutil
@@ -118,6 +119,27 @@ def wait_for(predicate, timeout: float = 240, what: str = "condition"):
             return value
         time.sleep(0.2)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def frameworks_built_by(root: Path, commands: dict[str, str]) -> list:
+    """Framework folders under root, the fixture's manifest each, whose build runs the shell command given
+    for its name and whose artifact is target/app.jar; returned as the catalog discovers them."""
+    head, rest = (FIXTURES / "fixture" / "framework.toml").read_text().split("[build]")
+    for name, command in commands.items():
+        (root / name).mkdir(parents=True)
+        (root / name / "framework.toml").write_text(
+            head.replace('name = "fixture"', f'name = "{name}"') + f'[build]\ncommand = ["sh", "-c", {json.dumps(command)}]\n'
+            f'artifact = "target/app.jar"\n\n[start]{rest.split("[start]")[1]}')
+    found = catalog.discover(root)
+    return [found[name] for name in commands]
+
+
+def ended(pid: int) -> bool:
+    """The process is gone (or a zombie its parent has not reaped)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 def owned(pid: int, name: str) -> list[psutil.Process]:

@@ -126,14 +126,12 @@ def _write_versions(fw: Framework, env: dict, log_path: Path, builds: Builds) ->
             builds.run(versions, cwd=fw.path, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
 
 
-def build(fw: Framework, jdk: Jdk, log_path: Path, force: bool = False,
-          builds: Builds | None = None) -> tuple[Path, float | None]:
+def build(fw: Framework, jdk: Jdk, log_path: Path, force: bool, builds: Builds) -> tuple[Path, float | None]:
     """Build fw unless its artifact is current; returns (artifact, seconds spent or None if skipped).
 
     Raises TargetFailed with the tail of the build log when the command fails or leaves no artifact.
     A Kotlin compile daemon it started is left to build_all, which runs this beside other builds.
     """
-    builds = builds or Builds()
     log_path.parent.mkdir(parents=True, exist_ok=True)
     env = {"MAVEN_OPTS": BUILD_TOOL_JVM, **os.environ, "JAVA_HOME": str(jdk.home),
            "PATH": f"{jdk.home}/bin{os.pathsep}{os.environ.get('PATH', '')}", OWNER_VAR: Owner.me().mark()}

@@ -13,9 +13,8 @@ import tempfile
 import threading
 from pathlib import Path
 
-import psutil
 import pytest
-from conftest import FIXTURES, ROOT, bench, bench_env, wait_for
+from conftest import FIXTURES, ROOT, bench, bench_env, ended, frameworks_built_by, wait_for
 
 from orchestrator.config import profiles
 from orchestrator.config.catalog import discover, resolve
@@ -195,17 +194,12 @@ DAEMON = [sys.executable, "-c", "import time; time.sleep(120)", "KotlinCompileDa
 
 
 def test_a_build_stops_the_daemon_it_started_and_not_one_that_appeared_meanwhile(tmp_path):
-    fw_dir = tmp_path / "frameworks" / "fixture"
-    fw_dir.mkdir(parents=True)
     # the build starts a daemon that detaches (its own session, its parent gone), as Kotlin's does, then
     # goes on until another program (an IDE) has started one of its own
     command = (f"setsid {DAEMON[0]} -c '{DAEMON[2]}' {DAEMON[3]} </dev/null >/dev/null 2>&1 & echo $! > daemon.pid; "
                "for i in $(seq 200); do [ -e ide.pid ] && break; sleep 0.05; done; mkdir -p target && touch target/app.jar")
-    manifest = (FIXTURES / "fixture" / "framework.toml").read_text()
-    head, rest = manifest.split("[build]")
-    (fw_dir / "framework.toml").write_text(f'{head}[build]\ncommand = ["sh", "-c", {json.dumps(command)}]\n'
-                                           f'artifact = "target/app.jar"\n\n[start]{rest.split("[start]")[1]}')
-    fw = discover(tmp_path / "frameworks")["fixture"]
+    (fw,) = frameworks_built_by(tmp_path / "frameworks", {"fixture": command})
+    fw_dir = fw.path
     ide = []
 
     def an_ide_starts_its_daemon():
@@ -220,8 +214,7 @@ def test_a_build_stops_the_daemon_it_started_and_not_one_that_appeared_meanwhile
         assert artifact and not failure, failure
         meanwhile.join()
         started = int((fw_dir / "daemon.pid").read_text())   # it sleeps for two minutes unless stopped
-        wait_for(lambda: not psutil.pid_exists(started) or psutil.Process(started).status() == psutil.STATUS_ZOMBIE,
-                 10, "the build's daemon to end")
+        wait_for(lambda: ended(started), 10, "the build's daemon to end")
         with pytest.raises(subprocess.TimeoutExpired):   # a SIGKILL takes a moment to land
             ide[0].wait(timeout=1)   # a daemon that appeared during the build, not of it, runs on
     finally:

@@ -2,43 +2,24 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import psutil
-from conftest import FIXTURES, ROOT, bench_env, wait_for
+from conftest import ROOT, bench_env, ended, frameworks_built_by, wait_for
 
-from orchestrator.config.catalog import discover
 from orchestrator.targets import build
 from orchestrator.targets.jdk import Jdk
 
 NO_JDK = Jdk(home=Path("/nonexistent-jdk"), version="21")
 
 
-def _frameworks(root: Path, commands: dict[str, str]) -> list:
-    """Folders under root whose build runs the shell command given for each name (as the fixture
-    framework otherwise is), each leaving target/app.jar when its command gets that far."""
-    manifest = (FIXTURES / "fixture" / "framework.toml").read_text()
-    head, rest = manifest.split("[build]")
-    for name, command in commands.items():
-        folder = root / name
-        folder.mkdir(parents=True)
-        (folder / "framework.toml").write_text(
-            head.replace('name = "fixture"', f'name = "{name}"') + f'[build]\ncommand = ["sh", "-c", {json.dumps(command)}]\n'
-            f'artifact = "target/app.jar"\n\n[start]{rest.split("[start]")[1]}')
-    catalog = discover(root)
-    return [catalog[name] for name in commands]
-
-
 def test_builds_run_at_once_and_each_is_reported_as_it_ends(tmp_path):
     # each build waits until the other has started: one after the other, neither would end
     wait_other = "for i in $(seq 200); do [ -e ../{other}/started ] && break; sleep 0.05; done; [ -e ../{other}/started ]"
-    frameworks = _frameworks(tmp_path / "frameworks", {
+    frameworks = frameworks_built_by(tmp_path / "frameworks", {
         "one": "touch started; " + wait_other.format(other="two") + " && mkdir -p target && touch target/app.jar",
         "two": "touch started; " + wait_other.format(other="one") + " && exit 3"})
     ends = {fw.name: (artifact, seconds, failure) for fw, artifact, seconds, failure
@@ -52,9 +33,9 @@ def test_builds_run_at_once_and_each_is_reported_as_it_ends(tmp_path):
 
 
 def test_a_caller_that_stops_leaves_no_build_running(tmp_path):
-    frameworks = _frameworks(tmp_path / "frameworks", {
+    frameworks = frameworks_built_by(tmp_path / "frameworks", {
         "quick": "mkdir -p target && touch target/app.jar",
-        # a command's child, as `sh -c` leaves one: the build's whole session goes
+        # a command's child, as `sh -c` leaves one: it goes with the build
         "stuck": "sleep 300 & echo $! > child.pid; wait"})
     ends = build.build_all(frameworks, NO_JDK, tmp_path / "logs")
     first = next(ends)
@@ -63,16 +44,12 @@ def test_a_caller_that_stops_leaves_no_build_running(tmp_path):
     wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), 10, "the stuck build's child")
     child = int(pid_file.read_text())
     ends.close()   # what a Ctrl-C in the caller's loop does to the generator
-    deadline = time.monotonic() + 10
-    while psutil.pid_exists(child) and psutil.Process(child).status() != psutil.STATUS_ZOMBIE \
-            and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+    wait_for(lambda: ended(child), 10, "the stuck build's child to end")
 
 
 def test_bench_build_stopped_with_its_process_group_leaves_no_build_running(tmp_path):
     # as the test command stops its set-up when the fast tier fails: SIGTERM to the group `bench build` leads
-    frameworks = _frameworks(tmp_path / "frameworks", {"stuck": "sleep 300 & echo $! > child.pid; wait"})
+    frameworks = frameworks_built_by(tmp_path / "frameworks", {"stuck": "sleep 300 & echo $! > child.pid; wait"})
     build_cli = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "build"], cwd=ROOT,
                                  env=bench_env(tmp_path / "frameworks"), stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL, start_new_session=True)
@@ -82,8 +59,7 @@ def test_bench_build_stopped_with_its_process_group_leaves_no_build_running(tmp_
         child = int(pid_file.read_text())
         os.killpg(build_cli.pid, signal.SIGTERM)
         build_cli.wait(timeout=10)
-        wait_for(lambda: not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE,
-                 10, "the build's child to end")
+        wait_for(lambda: ended(child), 10, "the build's child to end")
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(build_cli.pid, signal.SIGKILL)
