@@ -3,7 +3,7 @@
 This file runs on the system Python before any dependency is installed, so it uses the standard
 library only. It installs Debian's packages when they are missing (as root; otherwise it prints the
 apt-get line and exits 2), creates .venv with the project (and Locust) installed, and then replaces
-itself with `.venv/bin/bench ARGS`, or with pytest for `python3 -m orchestrator test [--fast] [PYTEST
+itself with `.venv/bin/bench ARGS`, or runs pytest for `python3 -m orchestrator test [--fast] [PYTEST
 ARGS]`. For the tests and the docker runtime it also installs Docker's engine and debootstrap and
 starts the engine. Each step prints one line saying what it does and where its output goes (LOG), not
 apt's, pip's or uv's own; a step that fails prints the log's last lines and its path.
@@ -205,8 +205,74 @@ def _tests(args: list[str]) -> None:
         _join(setup, stop=bool(code))
     if code or fast:
         sys.exit(code)
-    print("slow tier: pytest -m slow (JVMs, Redis, MariaDB, load generators, Docker, Chromium)", flush=True)
-    os.execv(pytest[0], [*pytest, "-m", "slow", *args])
+    _slow_tier(pytest, args)
+
+
+# The slow tier in two steps. The load smoke keeps no figure and leaves about a third of the load
+# generator's CPU idle for its 11-13 minutes, so the slow tests that assert behaviour, never a figure
+# (tests/processes/behaviour/, marked BEHAVIOUR), run beside it in a second pytest; the tests that
+# measure run after both, alone.
+# By hand on 2026-11-30, the smoke and 29 such tests took 803 s beside each other, 983 s one after the other.
+SMOKE = "tests/processes/test_frameworks_end_to_end.py"
+BEHAVIOUR = "behaviour"
+# The smoke's ports (tests/conftest.py: PORT_BASE_VAR) and run lock, so that it and the tests beside it,
+# each with servers of its own, never meet: the tests beside it take the machine's run lock as runs do,
+# which `bench verify` would find held. Its ports stay under 32768, where the kernel's ephemeral ones start.
+SMOKE_LANE = {"BENCH_TEST_PORT_BASE": "19000", "BENCH_RUN_LOCK": str(VENV / "smoke-lane.lock")}
+BESIDE_LOG = VENV / "slow-beside-smoke.log"
+# The smoke's own lock hides a user's run from it, so the machine's lock is tried once before the tier
+LOCK_FREE = """import sys
+from orchestrator.errors import UsageError
+from orchestrator.infra.run_lock import ensure_free
+try:
+    ensure_free()
+except UsageError as e:
+    sys.exit(f"the slow tier runs alone on this machine: {e}")
+"""
+
+
+def _slow_tier(pytest: list[str], args: list[str]) -> None:
+    """The load smoke with the behaviour tests beside it (their lines in BESIDE_LOG, printed once they
+    end), then every other slow test; exits non-zero when any of them failed, 2 when a run holds the lock."""
+    if subprocess.run([pytest[0], "-c", LOCK_FREE], cwd=ROOT).returncode:
+        sys.exit(2)
+    print(f"slow tier (JVMs, Redis, MariaDB, load generators, Docker, Chromium): the load smoke ({SMOKE}), "
+          f"and beside it the tests that assert no figure, pytest -m {BEHAVIOUR} (their lines: {_shown(BESIDE_LOG)}, "
+          "printed when they end)", flush=True)
+    codes = _pytests([([*pytest, "-m", "slow", SMOKE, *args], {**os.environ, **SMOKE_LANE}, None),
+                      ([*pytest, "-m", BEHAVIOUR, *args], None, BESIDE_LOG)])
+    print(f"\nthe tests beside the load smoke, pytest -m {BEHAVIOUR} ({_shown(BESIDE_LOG)}):", flush=True)
+    print(BESIDE_LOG.read_text(errors="replace"), end="", flush=True)
+    print(f"slow tier, the tests that measure, alone: pytest -m 'slow and not {BEHAVIOUR}'", flush=True)
+    codes += _pytests([([*pytest, "-m", f"slow and not {BEHAVIOUR}", "--ignore", SMOKE, *args], None, None)])
+    sys.exit(next((code for code in codes if code), 0))
+
+
+def _pytests(runs: list[tuple[list[str], dict[str, str] | None, Path | None]]) -> list[int]:
+    """Each (argv, environment, log or None for this terminal) at once, each in a session of its own;
+    their exit codes once all have ended. Ctrl-C or SIGTERM here reaches each as Ctrl-C, so that pytest
+    ends its tests and each test its bench as a user's Ctrl-C would, and nothing stays running."""
+    procs = []
+    for argv, env, log in runs:
+        with log.open("w") if log else contextlib.nullcontext() as out:
+            procs.append(subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT if out else None,
+                                          stdin=subprocess.DEVNULL, cwd=ROOT, start_new_session=True))
+    stopped = []
+
+    def stop(signum, _frame):
+        stopped.append(signum)
+        for proc in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGINT)
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        codes = [proc.wait() for proc in procs]
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if stopped:
+        sys.exit(128 + stopped[0])
+    return codes
 
 
 # The set-up yields the CPUs to the fast tier: pacer's tests there send on a schedule, and with four

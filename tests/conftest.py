@@ -32,11 +32,19 @@ from orchestrator.results import analysis
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "frameworks"
-# Ports away from the defaults, so the tests never meet a user's own run or `bench infra up`.
-PORTS = ["--port", "29080", "--redis-port", "29379", "--db-port", "29306", "--downstream-port", "29280"]
+# Ports away from the defaults, so the tests never meet a user's own run or `bench infra up`. The test
+# command moves them (PORT_BASE_VAR) for the load smoke, which runs beside other slow tests (__main__.py).
+PORT_BASE_VAR = "BENCH_TEST_PORT_BASE"
+PORT_BASE = int(os.environ.get(PORT_BASE_VAR, "29000"))
+TARGET_PORT = PORT_BASE + 80
+PORTS = ["--port", str(TARGET_PORT), "--redis-port", str(PORT_BASE + 379), "--db-port", str(PORT_BASE + 306),
+         "--downstream-port", str(PORT_BASE + 280)]
 # Where a test lives says which tier runs it: tests/processes/ starts JVMs, Redis, MariaDB, load
 # generators, Docker or Chromium (the slow tier, -m slow); every other folder holds a package's fast tests.
+# Of the slow tests, those in processes/behaviour/ assert behaviour and never a figure, so the test
+# command runs them beside the load smoke (-m behaviour), and the ones that measure after both, alone.
 PROCESSES = ROOT / "tests" / "processes"
+BEHAVIOUR = PROCESSES / "behaviour"
 
 
 @pytest.hookimpl(tryfirst=True)   # before -m reads the marks
@@ -44,6 +52,8 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if PROCESSES in item.path.parents:
             item.add_marker(pytest.mark.slow)
+        if BEHAVIOUR in item.path.parents:
+            item.add_marker(pytest.mark.behaviour)
 
 
 def bench_env(frameworks: Path | None = FIXTURES, **extra: str) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """What keeps Redis and MariaDB closed to other users of this machine while a run or `bench infra
 up` has them running: MariaDB's root only on a socket in a folder of the server's own, no file
 access through SQL, the app user limited to the scenarios' statements; Redis with no @admin
-command for anyone. tests/processes/test_infra.py tries each door; docs/security.md says what is left open."""
+command for anyone. tests/processes/behaviour/test_infra.py tries each door; docs/security.md says what is left open."""
 from __future__ import annotations
 
 import os

@@ -10,7 +10,7 @@ import time
 import pandas as pd
 import psutil
 import pytest
-from conftest import PORTS, bench, owned, owned_by, start_bench, wait_for, work_dirs_of
+from conftest import PORTS, TARGET_PORT, bench, owned, owned_by, start_bench, wait_for, work_dirs_of
 
 from orchestrator.results import store as results
 
@@ -56,7 +56,7 @@ def test_target_killed_or_frozen_mid_cell(results_dir, sig, reason):
 CANNOT_START = {"fixture:bad-jvm-option": "exited with 1 while starting",
                 "fixture:slow-start": "no 200 on /plaintext within 4 s",
                 "broken": "build of broken failed",
-                "fixture:exposed": ":29080: every listener must bind BIND_ADDRESS"}
+                "fixture:exposed": f":{TARGET_PORT}: every listener must bind BIND_ADDRESS"}
 
 
 def test_targets_that_cannot_start_fail_with_their_reasons_and_the_next_is_measured(results_dir):
@@ -136,11 +136,11 @@ def test_a_port_taken_before_the_run_is_named(results_dir):
         # as servers do: the previous test's target closed its connections last, and their TIME_WAIT
         # on this port refuses a plain bind (EADDRINUSE), though nothing listens there any more
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(("127.0.0.1", 29080))
+        s.bind(("127.0.0.1", TARGET_PORT))
         s.listen()
         r = bench("run", "-f", "fixture:ok", "-s", "json", *FAST, "--results-dir", str(results_dir), *PORTS)
     assert r.returncode == 2
-    assert f"port 29080 for the target is already in use by pid {os.getpid()}" in " ".join(r.stderr.split())
+    assert f"port {TARGET_PORT} for the target is already in use by pid {os.getpid()}" in " ".join(r.stderr.split())
     assert not list(results_dir.iterdir())
 
 
