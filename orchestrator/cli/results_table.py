@@ -9,7 +9,7 @@ from rich.table import Table
 from orchestrator.cli.common import console
 from orchestrator.measure.console import level_label
 from orchestrator.report.capacity import span
-from orchestrator.results.workload_answer import answer
+from orchestrator.results.workload_answer import answer, objective_searched
 
 
 def print_results(df) -> None:
@@ -44,7 +44,7 @@ def print_workload_answer(df, workload: dict) -> None:
                 "server CPU %", "RSS MiB", f"cost of 1M requests ({prices['core']:g}/core-h, {prices['gib']:g}/GiB-h)",
                 *(["smallest heap at its best"] if heaps else []),
                 box=box.SIMPLE_HEAD, pad_edge=False,
-                title=f"workload {workload['name']}: capacity at {workload['objective']}")
+                title=f"workload {workload['name']}: capacity at {objective_searched(df, workload)}")
     for _, r in table.iterrows():
         out.add_row(r["place"], r["target"], _fmt(r["capacity_rps"], ",.0f"),
                     span(r["capacity_low_rps"], r["capacity_high_rps"]), _fmt(r["rps_per_core"], ",.0f"),

@@ -165,7 +165,7 @@ def document(df: pd.DataFrame, meta: dict, ts: pd.DataFrame | None, x: str,
     blocks += claims_blocks(df, (meta.get("plan") or {}).get("claims") or [], x)
     served = (meta.get("plan") or {}).get("workload")
     if served:
-        blocks += [("h2", f"Workload {served['name']}: capacity and cost"), ("p", workload_report.text(served)),
+        blocks += [("h2", f"Workload {served['name']}: capacity and cost"), ("p", workload_report.text(df, served)),
                    ("table", workload_report.answer_table(df, served))]
         chart("workload-cost", workload_report.cost_chart(df, served, colors), "capacity against cost")
     network = network_report.describe(meta)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from orchestrator import lazy
 from orchestrator.report.capacity import span
-from orchestrator.results.workload_answer import answer
+from orchestrator.results.workload_answer import answer, objective_searched
 
 pd = lazy.module("pandas")
 figure = lazy.module("matplotlib.figure")
@@ -59,9 +59,9 @@ def cost_chart(df: pd.DataFrame, workload: dict, colors: dict) -> Figure | None:
     return fig
 
 
-def text(workload: dict) -> str:
+def text(df: pd.DataFrame, workload: dict) -> str:
     examples = " (examples: the file set no prices)" if workload.get("prices_are_examples") else ""
-    return (f"{workload.get('description', '')}. Each target's capacity for this mix at {workload['objective']} "
+    return (f"{workload.get('description', '')}. Each target's capacity for this mix at {objective_searched(df, workload)} "
             f"(and each scenario's own objective), the median of its repeats, and the interval its JVMs support "
             f"together; a place is shared (=N) where these repeats cannot tell a target from the one above it. "
             f"At that capacity: requests per CPU-second of the server, requests per second per GiB of its peak "

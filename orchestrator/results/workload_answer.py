@@ -30,6 +30,13 @@ pd = lazy.module("pandas")
 GIB_MB = 1024.0
 
 
+def objective_searched(df: pd.DataFrame, workload: dict) -> str:
+    """The file's objective, and the bound its searches applied as the mix's rows record it (the
+    objective over the mix's slowest wait): "p99=50ms over the mix's wait (p99 <= 70 ms, errors <= 0.1 %)"."""
+    applied = sorted(set(df.loc[df["scenario"] == workload["name"], "slo"].dropna())) if "slo" in df else []
+    return workload["objective"] + (f" over the mix's wait ({'; '.join(applied)})" if applied else "")
+
+
 def answer(df: pd.DataFrame, mix: str, prices: dict[str, float]) -> pd.DataFrame:
     """One row per target of the mix's capacity rows in df (medians over the repeats): the capacity
     interval across its JVMs, req/s per core and per GiB at capacity, the cost of a million requests,

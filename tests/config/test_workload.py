@@ -96,7 +96,7 @@ def capacity_rows(target, lows, highs, cpu_ms=0.5, rss_mb=512.0, rps_per_core=20
                           "repeat": i + 1, "status": "ok", "reason": "", "rate": None, "verdict": "found",
                           "check_flags": "", "capacity_low_rps": lo, "capacity_high_rps": hi,
                           "cpu_ms_per_request": cpu_ms, "server_peak_rss_mb": rss_mb, "rps_per_core": rps_per_core,
-                          "server_cpu_pct": 90.0, "heap": "512m"}
+                          "server_cpu_pct": 90.0, "heap": "512m", "slo": "p99 <= 70 ms, errors <= 0.1 %"}
                          for i, (lo, hi) in enumerate(zip(lows, highs))]).reindex(columns=results.COLUMNS)
 
 
@@ -131,7 +131,10 @@ def test_the_report_shows_the_answer_and_capacity_against_cost():
     fig = workload_report.cost_chart(df, served, {"a:x": "r", "b:y": "b"})
     (ax,) = fig.axes
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a:x", "b:y"]
-    assert "(examples: the file set no prices)" in workload_report.text(served)
+    said = workload_report.text(df, served)
+    assert "(examples: the file set no prices)" in said
+    # the file's objective and the bound its searches applied over the mix's wait, as its rows record it
+    assert "at p99=50ms over the mix's wait (p99 <= 70 ms, errors <= 0.1 %)" in said
 
 
 def test_the_answer_names_the_smallest_heap_that_holds_the_capacity():
