@@ -68,6 +68,9 @@ def test_a_busy_process_is_named_but_not_one_the_run_started_itself():
     import subprocess
     import sys
 
+    import psutil
+    from conftest import wait_for
+
     from orchestrator.measure.checks import BusyProcesses
     spin = f"{sys.executable} -c 'while True: pass'"
     # not a child of this process (the shell that started it is gone): somebody else's busy process
@@ -75,11 +78,13 @@ def test_a_busy_process_is_named_but_not_one_the_run_started_itself():
                                text=True).stdout)
     mine = None
     try:
+        # spinning before the window opens: beside the test command's Maven builds its interpreter once
+        # spent the whole window starting (reading its modules), under the threshold
+        wait_for(lambda: psutil.Process(other).cpu_times().user >= 0.2, timeout=60, what="the busy process spinning")
         watch = BusyProcesses(window_s=0.5)
         mine = subprocess.Popen(["sh", "-c", f"exec {spin}"])   # what a run starts after: its Redis, its MariaDB
         # a run looks at processes with other attributes meanwhile (a build's Kotlin daemons), and
         # psutil hands out the same Process objects
-        import psutil
         list(psutil.process_iter(["pid", "cmdline"]))
         found = watch.found()
         assert any(w.startswith(f"pid {other} ") for w in found), found
