@@ -212,7 +212,8 @@ def _tests(args: list[str]) -> None:
 # generator's CPU idle for its 11-13 minutes, so the slow tests that assert behaviour, never a figure
 # (tests/processes/behaviour/, marked BEHAVIOUR), run beside it in a second pytest; the tests that
 # measure run after both, alone.
-# By hand on 2026-11-30, the smoke and 29 such tests took 803 s beside each other, 983 s one after the other.
+# On 2026-11-30 the smoke and the 37 behaviour tests took 837 s beside each other, where one after the
+# other they took about 1,250 s (docs/testing.md).
 SMOKE = "tests/processes/test_frameworks_end_to_end.py"
 BEHAVIOUR = "behaviour"
 # The smoke's ports (tests/conftest.py: PORT_BASE_VAR) and run lock, so that it and the tests beside it,
