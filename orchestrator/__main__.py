@@ -192,15 +192,12 @@ def _tests(args: list[str]) -> None:
     # start no JVM and time nothing: the fast tier's minute and more is no longer added to it
     setup = None if fast else _slow_setup_beside()
     print("fast tier: pytest -m 'not slow'", flush=True)
-    # SIGTERM as Ctrl-C: either ends the set-up too, which runs in a session of its own
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
-    try:
-        code = subprocess.run([*pytest, "-m", "not slow", *args]).returncode
+    try:   # Ctrl-C or SIGTERM (_pytests) ends the set-up too, which runs in a session of its own
+        (code,) = _pytests([([*pytest, "-m", "not slow", *args], None, None)])
     except BaseException:
         if setup:
             _join(setup, stop=True)
         raise
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if setup:
         _join(setup, stop=bool(code))
     if code or fast:
@@ -256,8 +253,11 @@ def _pytests(runs: list[tuple[list[str], dict[str, str] | None, Path | None]]) -
     procs = []
     for argv, env, log in runs:
         with log.open("w") if log else contextlib.nullcontext() as out:
+            # Ctrl-C at its default in each, whatever this process inherited: started in the background by
+            # a shell without job control, SIGINT comes ignored, and pytest would then ignore it too
             procs.append(subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT if out else None,
-                                          stdin=subprocess.DEVNULL, cwd=ROOT, start_new_session=True))
+                                          stdin=subprocess.DEVNULL, cwd=ROOT, start_new_session=True,
+                                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)))
     stopped = []
 
     def stop(signum, _frame):
