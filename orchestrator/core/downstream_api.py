@@ -3,6 +3,8 @@ page (nginx's stub_status), whose counters are each cell's evidence of the calls
 flight prove a fan-out's calls overlap. Running it is infra/downstream.py's."""
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from orchestrator.core import httpclient
@@ -46,3 +48,26 @@ class StatusReader:
         if r.status != 200:
             raise BenchError(f"the downstream's {STATUS_PATH} answered {r.status}")
         return parse_status(r.body.decode("ascii", "replace"), self.polls)
+
+    def peak_in_flight(self, send: Callable[[], object], calls: int, tries: int) -> int:
+        """The most calls the downstream had in progress at one poll while `send` ran, `tries` times at
+        most and until it had seen `calls` at once (polled from a thread of its own meanwhile)."""
+        done, peak = threading.Event(), [0]
+
+        def poll():
+            while not done.is_set():
+                try:
+                    peak[0] = max(peak[0], self.read().in_flight)
+                except OSError:
+                    return
+        poller = threading.Thread(target=poll, daemon=True)
+        poller.start()
+        try:
+            for _ in range(tries):
+                send()
+                if peak[0] >= calls:
+                    break
+        finally:
+            done.set()
+            poller.join(timeout=5)
+        return peak[0]

@@ -344,11 +344,13 @@ class Environment:
         saw goes to logs/verify-<target>-<tag>.txt. A target that fails the check is stopped."""
         return self._verified(target, self.start(target, env, run_id), self.settings.port, tag)
 
-    def _verified(self, target: Target, started: Started, port: int, tag: str) -> tuple[Started, Verification]:
+    def _verified(self, target: Target, started: Started, port: int, tag: str, own_cpus: bool = True,
+                  timed_only: bool = False) -> tuple[Started, Verification]:
         try:
             up = self._infra
-            backends = Backends(up[0], int(pool_env(self.settings, target)["CACHE_TTL_S"])) if up else None
-            v = verify(target, port, self.server_host, backends)
+            backends = Backends(up[0], int(pool_env(self.settings, target)["CACHE_TTL_S"]), own_cpus) \
+                if up else None
+            v = verify(target, port, self.server_host, backends, timed_only)
         except BaseException:
             started.stop()
             raise
@@ -386,5 +388,11 @@ class Environment:
 
     def ready_beside(self, target: Target, server: Server, port: int, t0: float,
                      tag: str) -> tuple[Started, Verification]:
-        """A target spawned beside (spawn_beside), once ready and checked as start_verified checks."""
-        return self._verified(target, self._ready(target, server, port, t0), port, tag)
+        """A target spawned beside (spawn_beside), once ready and checked as start_verified checks, but
+        for the checks that read timing: its CPUs are shared with the load (verified_moved does them)."""
+        return self._verified(target, self._ready(target, server, port, t0), port, tag, own_cpus=False)
+
+    def verified_moved(self, target: Target, started: Started, port: int, tag: str) -> Verification:
+        """A target started beside, once moved to the server's CPUs: the checks ready_beside left out
+        (the target is stopped if they fail)."""
+        return self._verified(target, started, port, f"{tag}-moved", timed_only=True)[1]

@@ -12,7 +12,9 @@ dies is named with the cause its log gives.
 While one target takes its bursts, the next one starts on the load generator's CPUs (k6 leaves them
 mostly idle, waiting on the server) and moves to the server's when its turn comes (in_turn): on 24
 targets the smoke took 318-334 s this way, against 477 s one target after the other. Its startup figure is then marked
-as taken beside that load, and each target's line names the CPUs its bursts were served on.
+as taken beside that load, and each target's line names the CPUs its bursts were served on. A check that
+reads timing (fan-out's calls in flight together) waits until it has moved: on the CPU k6 bursts from,
+a target's three calls can start further apart than the downstream's delay.
 
 k6 rather than pacer, though pacer starts in a tenth of the time (a burst of 1,000 GETs against nginx:
 0.07-0.12 s against k6's 0.46-0.63 s): pacer sends every SYN of a burst within the same millisecond, and
@@ -207,12 +209,16 @@ def in_turn(environment: Environment, targets: list[Target], env: dict[str, str]
                     started, v = ready.result()
                     if v.ok:
                         started.server.move_to(s.server_cpus)
-                    turn = Turn(t, started, v, "", port, True)
                     ran_on = started.server.cpus() if v.ok else None
                     if v.ok and ran_on != parse_cpus(s.server_cpus):
                         started.stop()
                         turn = Turn(t, None, None, f"could not move it to the server's CPUs ({s.server_cpus}) "
                                     f"from the load generator's: its threads may run on {ran_on}", port, True)
+                    else:
+                        if v.ok:   # what the check beside left out: its timing, now on its own CPUs
+                            moved = environment.verified_moved(t, started, port, "verify")
+                            v = v if moved.ok else moved
+                        turn = Turn(t, started, v, "", port, True)
                 except TargetFailed as e:
                     turn = Turn(t, None, None, e.reason, port, True)
             else:
