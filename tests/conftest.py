@@ -28,7 +28,7 @@ from orchestrator.cli import app
 from orchestrator.cli.run_command import run
 from orchestrator.cli.run_options import RunOptions
 from orchestrator.config import catalog
-from orchestrator.results import analysis
+from orchestrator.results import analysis, store
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "frameworks"
@@ -73,6 +73,14 @@ def bench(*args: str, frameworks: Path | None = FIXTURES, timeout: float = 900, 
     env = env or bench_env(frameworks)
     return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], cwd=ROOT, env=env, text=True,
                           capture_output=True, timeout=timeout, **kw)
+
+
+def run_profile(results_dir: Path, *args: str):
+    """`bench run` of the fixture's ok variant with args: its rows, its time series and its run.json."""
+    r = bench("run", *PORTS, "-f", "fixture:ok", "--results-dir", str(results_dir), *args, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    run = store.find_run(None, results_dir)
+    return store.load(run), store.load_timeseries(run), json.loads((run / "run.json").read_text())
 
 
 def owned_by(pid: int) -> list[psutil.Process]:

@@ -32,17 +32,6 @@ def test_verify_passes_and_fails_with_clear_reasons():
     assert "does not match the variant's thread model" in out
 
 
-def test_the_smoke_checks_a_target_started_beside_for_its_overlap_once_on_its_own_cpus():
-    # the second target starts and is verified on the load generator's CPU while the first takes its
-    # bursts; the overlap, which that shared CPU can spoil, is checked once it has moved to the server's
-    r = bench("verify", "-f", "fixture", "-v", "ok,fan-out-sequential", "--load", "20", *PORTS)
-    assert r.returncode == 1, r.stdout + r.stderr
-    out = " ".join(r.stdout.split())
-    assert "1 passed, 1 failed" in out and "[2/2] fixture:fan-out-sequential: FAILED (started on CPU 0 beside" in out, out
-    assert ("fixture:fan-out-sequential: verification failed: fan-out: GET /fan-out?calls=3: the downstream saw at "
-            "most 1 of its 3 calls in flight at once") in out
-
-
 def test_run_writes_a_parquet_that_pandas_reads(results_dir):
     r = bench("run", "-f", "fixture:ok", "-s", "json,sleep", "-c", "8", "--warmup", "1s", "--warmup-max", "1s", "-d", "2s",
               "--fresh-jvm-per-scenario", "--results-dir", str(results_dir), *PORTS)
