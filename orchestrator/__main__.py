@@ -210,7 +210,7 @@ def _tests(args: list[str]) -> None:
 # (tests/processes/behaviour/, marked BEHAVIOUR), run beside it in a second pytest; the tests that
 # measure run after both, alone.
 # On 2026-11-30 the smoke and the 37 behaviour tests took 837 s beside each other, where one after the
-# other they took about 1,250 s (docs/testing.md).
+# other they took about 1,250 s; with 51 beside it, on a slower host, the smoke still ended last (docs/testing.md).
 SMOKE = "tests/processes/test_frameworks_end_to_end.py"
 BEHAVIOUR = "behaviour"
 # The smoke's ports (tests/conftest.py: PORT_BASE_VAR) and run lock, so that it and the tests beside it,
