@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import compileall
 import contextlib
-import functools
 import hashlib
 import os
 import shutil
@@ -194,7 +193,7 @@ def _tests(args: list[str]) -> None:
     setup = None if fast else _slow_setup_beside()
     print("fast tier: pytest -m 'not slow'", flush=True)
     try:   # Ctrl-C or SIGTERM (_pytests) ends the set-up too, which runs in a session of its own
-        (code,) = _pytests([([*pytest, "-m", "not slow", *args], None, None, 0)])
+        (code,) = _pytests([([*pytest, "-m", "not slow", *args], None, None)])
     except BaseException:
         if setup:
             _join(setup, stop=True)
@@ -219,10 +218,6 @@ BEHAVIOUR = "behaviour"
 # which `bench verify` would find held. Its ports stay under 32768, where the kernel's ephemeral ones start.
 SMOKE_LANE = {"BENCH_TEST_PORT_BASE": "19000", "BENCH_RUN_LOCK": str(VENV / "smoke-lane.lock")}
 BESIDE_LOG = VENV / "slow-beside-smoke.log"
-# The smoke is the step's longest (its bursts hold the server's CPU) and the tests beside it take CPU time
-# from it at the same priority: spring-mvc's four targets took their bursts in 165 s alone, 257 s beside
-# them (2026-11-30). Niced, those tests take what the smoke leaves and the rest once it has ended.
-BESIDE_NICE = 10
 # The smoke's own lock hides a user's run from it, so the machine's lock is tried once before the tier
 LOCK_FREE = """import sys
 from orchestrator.errors import UsageError
@@ -242,25 +237,27 @@ def _slow_tier(pytest: list[str], args: list[str]) -> None:
     print(f"slow tier (JVMs, Redis, MariaDB, load generators, Docker, Chromium): the load smoke ({SMOKE}), "
           f"and beside it the tests that assert no figure, pytest -m {BEHAVIOUR} (their lines: {_shown(BESIDE_LOG)}, "
           "printed when they end)", flush=True)
-    codes = _pytests([([*pytest, "-m", "slow", SMOKE, *args], {**os.environ, **SMOKE_LANE}, None, 0),
-                      ([*pytest, "-m", BEHAVIOUR, *args], None, BESIDE_LOG, BESIDE_NICE)])
+    codes = _pytests([([*pytest, "-m", "slow", SMOKE, *args], {**os.environ, **SMOKE_LANE}, None),
+                      ([*pytest, "-m", BEHAVIOUR, *args], None, BESIDE_LOG)])
     print(f"\nthe tests beside the load smoke, pytest -m {BEHAVIOUR} ({_shown(BESIDE_LOG)}):", flush=True)
     print(BESIDE_LOG.read_text(errors="replace"), end="", flush=True)
     print(f"slow tier, the tests that measure, alone: pytest -m 'slow and not {BEHAVIOUR}'", flush=True)
-    codes += _pytests([([*pytest, "-m", f"slow and not {BEHAVIOUR}", "--ignore", SMOKE, *args], None, None, 0)])
+    codes += _pytests([([*pytest, "-m", f"slow and not {BEHAVIOUR}", "--ignore", SMOKE, *args], None, None)])
     sys.exit(next((code for code in codes if code), 0))
 
 
-def _pytests(runs: list[tuple[list[str], dict[str, str] | None, Path | None, int]]) -> list[int]:
-    """Each (argv, environment, log or None for this terminal, niceness added) at once, each in a session
-    of its own; their exit codes once all have ended. Ctrl-C or SIGTERM here reaches each as Ctrl-C, so that pytest
+def _pytests(runs: list[tuple[list[str], dict[str, str] | None, Path | None]]) -> list[int]:
+    """Each (argv, environment, log or None for this terminal) at once, each in a session of its own;
+    their exit codes once all have ended. Ctrl-C or SIGTERM here reaches each as Ctrl-C, so that pytest
     ends its tests and each test its bench as a user's Ctrl-C would, and nothing stays running."""
     procs = []
-    for argv, env, log, nice in runs:
+    for argv, env, log in runs:
         with log.open("w") if log else contextlib.nullcontext() as out:
+            # Ctrl-C at its default in each, whatever this process inherited: started in the background by
+            # a shell without job control, SIGINT comes ignored, and pytest would then ignore it too
             procs.append(subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT if out else None,
                                           stdin=subprocess.DEVNULL, cwd=ROOT, start_new_session=True,
-                                          preexec_fn=functools.partial(_child, nice)))
+                                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)))
     stopped = []
 
     def stop(signum, _frame):
@@ -277,14 +274,6 @@ def _pytests(runs: list[tuple[list[str], dict[str, str] | None, Path | None, int
     if stopped:
         sys.exit(128 + stopped[0])
     return codes
-
-
-def _child(nice: int) -> None:
-    """In a test command's child, before it runs: Ctrl-C at its default, whatever this process inherited
-    (started in the background by a shell without job control, SIGINT comes ignored, and pytest would
-    then ignore it too), and its niceness raised by nice."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    os.nice(nice)
 
 
 # The set-up yields the CPUs to the fast tier: pacer's tests there send on a schedule, and with four

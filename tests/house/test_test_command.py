@@ -3,7 +3,6 @@ the behaviour tests beside it), their exit codes kept, and a signal to the comma
 Plain Python children stand in for pytest: what is tested is the plumbing, not pytest."""
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -25,22 +24,19 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def _command(runs: list[tuple[list[str], str | None]], nice: int = 0) -> subprocess.Popen:
-    """_pytests on runs of (argv, log or None), the first niced by nice, in a process of its own that
-    prints their exit codes."""
+def _command(runs: list[tuple[list[str], str | None]]) -> subprocess.Popen:
+    """_pytests on runs of (argv, log or None), in a process of its own that prints their exit codes."""
     code = ("from pathlib import Path\nfrom orchestrator.__main__ import _pytests\n"
-            f"print(_pytests([(argv, None, Path(log) if log else None, {nice} if i == 0 else 0) "
-            f"for i, (argv, log) in enumerate({runs!r})]))")
+            f"print(_pytests([(argv, None, Path(log) if log else None) for argv, log in {runs!r}]))")
     return subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, text=True)
 
 
-def test_pytests_side_by_side_keep_each_exit_code_and_the_log_of_the_one_that_has_one_niced_as_asked(tmp_path):
+def test_pytests_side_by_side_keep_each_exit_code_and_the_log_of_the_one_that_has_one(tmp_path):
     log = tmp_path / "beside.log"
-    said = "import os; print('beside at', os.nice(0) - {}); exit(3)".format(os.nice(0))
-    command = _command([([sys.executable, "-c", said], str(log)), ([sys.executable, "-c", "pass"], None)], nice=7)
+    command = _command([([sys.executable, "-c", "print('beside'); exit(3)"], str(log)), ([sys.executable, "-c", "pass"], None)])
     out, _ = command.communicate(timeout=60)
     assert command.returncode == 0 and out.strip() == "[3, 0]", out
-    assert log.read_text() == "beside at 7\n"
+    assert log.read_text() == "beside\n"
 
 
 def test_a_sigterm_to_the_test_command_reaches_each_pytest_as_ctrl_c_and_leaves_nothing_running(tmp_path):
