@@ -218,10 +218,6 @@ BEHAVIOUR = "behaviour"
 # which `bench verify` would find held. Its ports stay under 32768, where the kernel's ephemeral ones start.
 SMOKE_LANE = {"BENCH_TEST_PORT_BASE": "19000", "BENCH_RUN_LOCK": str(VENV / "smoke-lane.lock")}
 BESIDE_LOG = VENV / "slow-beside-smoke.log"
-# The tests beside it keep what they run unpinned off the server's CPU (tests/conftest.py): the smoke's
-# bursts hold that CPU, and spring-mvc's took 165-178 s in smokes of it alone, 257 s in the full smoke
-# with the tests beside it (2026-11-30).
-BESIDE_SMOKE = {"BENCH_TEST_BESIDE_SMOKE": "1"}
 # The smoke's own lock hides a user's run from it, so the machine's lock is tried once before the tier
 LOCK_FREE = """import sys
 from orchestrator.errors import UsageError
@@ -242,7 +238,7 @@ def _slow_tier(pytest: list[str], args: list[str]) -> None:
           f"and beside it the tests that assert no figure, pytest -m {BEHAVIOUR} (their lines: {_shown(BESIDE_LOG)}, "
           "printed when they end)", flush=True)
     codes = _pytests([([*pytest, "-m", "slow", SMOKE, *args], {**os.environ, **SMOKE_LANE}, None),
-                      ([*pytest, "-m", BEHAVIOUR, *args], {**os.environ, **BESIDE_SMOKE}, BESIDE_LOG)])
+                      ([*pytest, "-m", BEHAVIOUR, *args], None, BESIDE_LOG)])
     print(f"\nthe tests beside the load smoke, pytest -m {BEHAVIOUR} ({_shown(BESIDE_LOG)}):", flush=True)
     print(BESIDE_LOG.read_text(errors="replace"), end="", flush=True)
     print(f"slow tier, the tests that measure, alone: pytest -m 'slow and not {BEHAVIOUR}'", flush=True)

@@ -28,8 +28,6 @@ from orchestrator.cli import app
 from orchestrator.cli.run_command import run
 from orchestrator.cli.run_options import RunOptions
 from orchestrator.config import catalog
-from orchestrator.config.option_table import LOADGEN_CPUS
-from orchestrator.core.cpus import parse_cpus
 from orchestrator.results import analysis, store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,15 +45,6 @@ PORTS = ["--port", str(TARGET_PORT), "--redis-port", str(PORT_BASE + 379), "--db
 # command runs them beside the load smoke (-m behaviour), and the ones that measure after both, alone.
 PROCESSES = ROOT / "tests" / "processes"
 BEHAVIOUR = PROCESSES / "behaviour"
-# Set by the test command for the tests beside the load smoke: what they run unpinned (pytest, each bench
-# before it pins itself, the notebooks' kernels, Chromium, the tests' own servers) stays on the load
-# generator's CPUs, off the server's CPU, which the smoke's bursts hold.
-BESIDE_SMOKE_VAR = "BENCH_TEST_BESIDE_SMOKE"
-
-
-def pytest_configure(config):
-    if os.environ.get(BESIDE_SMOKE_VAR):
-        os.sched_setaffinity(0, parse_cpus(LOADGEN_CPUS))
 
 
 @pytest.hookimpl(tryfirst=True)   # before -m reads the marks
