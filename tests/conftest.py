@@ -45,6 +45,11 @@ PORTS = ["--port", str(TARGET_PORT), "--redis-port", str(PORT_BASE + 379), "--db
 # command runs them beside the load smoke (-m behaviour), and the ones that measure after both, alone.
 PROCESSES = ROOT / "tests" / "processes"
 BEHAVIOUR = PROCESSES / "behaviour"
+# The behaviour tests run beside the load smoke, whose bursts need the server's CPU: where a test asserts
+# what a run does and not a figure, its closed loop is on sleep (100 ms a request: 40 requests a second at
+# 4 connections), which leaves that CPU to the smoke, where json or cpu would hold it for the whole window.
+IDLE = "sleep"
+SIX_CELLS = "1,2,3,4,5,6"   # connections: six cells of IDLE, for a run stopped after its first
 
 
 @pytest.hookimpl(tryfirst=True)   # before -m reads the marks

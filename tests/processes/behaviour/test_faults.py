@@ -10,7 +10,7 @@ import time
 import pandas as pd
 import psutil
 import pytest
-from conftest import PORTS, TARGET_PORT, bench, owned, owned_by, start_bench, wait_for, work_dirs_of
+from conftest import IDLE, PORTS, SIX_CELLS, TARGET_PORT, bench, owned, owned_by, start_bench, wait_for, work_dirs_of
 
 from orchestrator.results import store as results
 
@@ -43,7 +43,7 @@ def run_and_interfere(results_dir, args, interfere, frameworks=None):
 def test_target_killed_or_frozen_mid_cell(results_dir, sig, reason):
     def interfere(run):
         os.kill(owned(run.pid, "Fixture")[0].pid, sig)
-    out = run_and_interfere(results_dir, ["-f", "fixture:ok", "-s", "json,cpu", "--repeat", "2", *FAST], interfere)
+    out = run_and_interfere(results_dir, ["-f", "fixture:ok", "-s", f"{IDLE},json", "--repeat", "2", *FAST], interfere)
     df = rows(results_dir).sort_values(["repeat", "scenario"])
     first, second = df[df["repeat"] == 1], df[df["repeat"] == 2]
     assert (first["status"] == "failed").all(), out
@@ -101,7 +101,7 @@ def test_a_downstream_that_stops_answering_is_named_and_the_target_answers_once_
         time.sleep(6)
         nginx.resume()
     out = run_and_interfere(results_dir, ["-f", "fixture:ok", "-s", "fan-out", "--warmup", "0s", "-d", "8s",
-                                          "-c", "4,8"], interfere)
+                                          "-c", "1,2"], interfere)
     df = rows(results_dir)
     frozen, after = df.iloc[0], df.iloc[1]
     assert frozen["status"] == "ok" and frozen["errors_status"] > 0, out
@@ -112,7 +112,7 @@ def test_a_downstream_that_stops_answering_is_named_and_the_target_answers_once_
 
 
 def test_orchestrator_sigkilled_then_resumed(results_dir):
-    run = start_bench("run", "-f", "fixture:ok", "-s", "plaintext,json,cpu", "-c", "4,8", "--warmup", "0s",
+    run = start_bench("run", "-f", "fixture:ok", "-s", IDLE, "-c", SIX_CELLS, "--warmup", "0s",
                       "-d", "2s", "--results-dir", str(results_dir), *PORTS)
     wait_for(lambda: list(results_dir.glob("*/measurements.parquet")), what="the first cell")
     run.send_signal(signal.SIGKILL)

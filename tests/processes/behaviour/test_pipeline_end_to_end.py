@@ -10,7 +10,7 @@ import time
 
 import pandas as pd
 import psutil
-from conftest import FIXTURES, PORTS, ROOT, bench, owned_by
+from conftest import FIXTURES, IDLE, PORTS, ROOT, SIX_CELLS, bench, owned_by
 
 from orchestrator.results import store as results
 
@@ -75,8 +75,8 @@ def test_a_target_that_dies_fails_its_cells_and_the_run_goes_on(results_dir):
 
 
 def test_ctrl_c_keeps_finished_cells_leaves_nothing_running_and_resume_finishes(results_dir):
-    argv = [sys.executable, "-m", "orchestrator.cli", "run", "-f", "fixture:ok", "-s", "plaintext,json,cpu",
-            "-c", "4,8", "--warmup", "0s", "-d", "2s", "--results-dir", str(results_dir), *PORTS]
+    argv = [sys.executable, "-m", "orchestrator.cli", "run", "-f", "fixture:ok", "-s", IDLE, "-c", SIX_CELLS,
+            "--warmup", "0s", "-d", "2s", "--results-dir", str(results_dir), *PORTS]
     env = {**__import__("os").environ, "BENCH_FRAMEWORKS_DIR": str(FIXTURES)}
     proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 240

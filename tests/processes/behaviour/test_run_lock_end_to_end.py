@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 
 import psutil
-from conftest import PORTS, ROOT, bench, bench_env, owned, start_bench, wait_for
+from conftest import IDLE, PORTS, ROOT, bench, bench_env, owned, start_bench, wait_for
 
 from orchestrator import REPO_ROOT
 from orchestrator.results import store as results
@@ -16,12 +16,12 @@ OTHER_PORTS = ["--port", "29180", "--redis-port", "29479", "--db-port", "29406",
 
 
 def test_a_second_run_beside_a_measuring_one_stops_and_the_first_keeps_every_row(results_dir, tmp_path):
-    first = start_bench("run", "-f", "fixture:ok", "-s", "json", "-c", "4", "--warmup", "0s", "-d", "3s",
+    first = start_bench("run", "-f", "fixture:ok", "-s", IDLE, "-c", "4", "--warmup", "0s", "-d", "3s",
                         "--results-dir", str(results_dir), *PORTS)
     wait_for(lambda: owned(first.pid, "wrk"), what="the first run's load")
     run_id = next(results_dir.iterdir()).name
     others = tmp_path / "other-results"
-    second = bench("run", "-f", "fixture:ok", "-s", "json", "-c", "4", "--warmup", "0s", "-d", "3s",
+    second = bench("run", "-f", "fixture:ok", "-s", IDLE, "-c", "4", "--warmup", "0s", "-d", "3s",
                    "--results-dir", str(others), *OTHER_PORTS, timeout=120)
     resumed = bench("run", "--resume", run_id, "--results-dir", str(results_dir), timeout=120)
     out, _ = first.communicate(timeout=300)
