@@ -60,7 +60,7 @@ CANNOT_START = {"fixture:bad-jvm-option": "exited with 1 while starting",
 
 
 def test_targets_that_cannot_start_fail_with_their_reasons_and_the_next_is_measured(results_dir):
-    r = bench("run", "-f", ",".join([*CANNOT_START, "fixture:ok"]), "--start-timeout", "4s", "-s", "json,plaintext",
+    r = bench("run", "-f", ",".join([*CANNOT_START, "fixture:ok"]), "--start-timeout", "4s", "-s", f"{IDLE},plaintext",
               *FAST, "--results-dir", str(results_dir), *PORTS)
     assert r.returncode == 1, r.stdout + r.stderr
     df = rows(results_dir)
@@ -138,7 +138,7 @@ def test_a_port_taken_before_the_run_is_named(results_dir):
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("127.0.0.1", TARGET_PORT))
         s.listen()
-        r = bench("run", "-f", "fixture:ok", "-s", "json", *FAST, "--results-dir", str(results_dir), *PORTS)
+        r = bench("run", "-f", "fixture:ok", "-s", IDLE, *FAST, "--results-dir", str(results_dir), *PORTS)
     assert r.returncode == 2
     assert f"port {TARGET_PORT} for the target is already in use by pid {os.getpid()}" in " ".join(r.stderr.split())
     assert not list(results_dir.iterdir())
@@ -154,7 +154,7 @@ def test_every_listener_of_a_run_is_on_loopback(results_dir):
                 seen.update((p.name(), c.laddr.ip) for c in p.net_connections("inet") if c.status == psutil.CONN_LISTEN)
             except psutil.Error:
                 pass
-    run_and_interfere(results_dir, ["-f", "fixture:ok", "-s", "json", *FAST], interfere)
+    run_and_interfere(results_dir, ["-f", "fixture:ok", "-s", IDLE, *FAST], interfere)
     names = {n for n, _ in seen}
     assert {"java", "redis-server", "mariadbd"} <= names, seen
     from orchestrator.infra.procs import is_loopback
