@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import time
+from pathlib import Path
 
 from conftest import PORTS, ROOT, bench, wait_for
 
@@ -14,7 +15,6 @@ from orchestrator.targets import parity
 def test_the_smoke_fails_a_target_that_dies_under_it_or_whose_calls_never_overlap_and_names_the_cause():
     # the fixture's variant runs out of direct memory at 64 requests in flight, and verification
     # sends one at a time: the smoke's bursts of 200 kill it
-    since = time.time()
     r = bench("verify", "-f", "fixture:dies-under-load,fixture:ok,fixture:fan-out-sequential", "--load", "200", *PORTS)
     assert r.returncode == 1 and "1 passed, 2 failed" in r.stdout, r.stdout[-3000:]
     said = " ".join(r.stdout.split())
@@ -23,11 +23,13 @@ def test_the_smoke_fails_a_target_that_dies_under_it_or_whose_calls_never_overla
     assert "[3/3] fixture:fan-out-sequential: FAILED (started on CPU 0 beside" in said, said
     assert ("fixture:fan-out-sequential: verification failed: fan-out: GET /fan-out?calls=3: the downstream saw at "
             "most 1 of its 3 calls in flight at once") in said, said
-    # each check's own log (the smoke's verify folder; the load smoke beside this test has its own)
-    moved = max(ROOT.glob("results/verify/*/verify-fixture-fan-out-sequential-verify-moved.txt"),
-                key=lambda p: p.stat().st_mtime)
-    assert moved.stat().st_mtime >= since and moved.read_text().startswith("verification failed: fan-out:")
-    assert (moved.parent / "verify-fixture-fan-out-sequential-verify.txt").read_text().startswith("ok\n")
+    # each check's own log, in the folder the command names last (the load smoke beside this test has its own)
+    folder = Path(re.search(r"each target's log and checks, and the smoke's bursts: (\S+)\n", r.stdout).group(1))
+    assert folder.parent == ROOT / "results" / "verify", folder
+    moved = folder / "verify-fixture-fan-out-sequential-verify-moved.txt"
+    assert moved.read_text().startswith("verification failed: fan-out:")
+    assert (folder / "verify-fixture-fan-out-sequential-verify.txt").read_text().startswith("ok\n")
+    assert (folder / "smoke" / "fixture-ok").is_dir()   # the bursts' files of the target that took them
     # the next target started on the generator's CPU while the one before took its bursts, and took
     # its own on the server's (CPU 1; conftest's PORTS leave the smoke --port + 2 for it)
     assert "fixture:ok: ok at 200 connections on 6 scenarios, on CPU 1 (started on CPU 0 beside the previous " \
