@@ -135,6 +135,7 @@ def verify_cmd(load: Optional[int] = typer.Option(None, "--load", help="The load
     for o in failures:
         console.print(f"[red]{o.target.id}[/]: {escape(o.reason)}", soft_wrap=True)
     console.print(f"{len(targets) - len(failures)} passed, {len(failures)} failed")
-    console.print(f"each target's log and checks, and the smoke's bursts: {logs}", soft_wrap=True, highlight=False)
+    bursts = ", and the smoke's bursts" if load else ""
+    console.print(f"each target's log and checks{bursts}: {logs}", soft_wrap=True, highlight=False)
     if failures:
         raise typer.Exit(1)
