@@ -1,7 +1,7 @@
 """Topologies running: network namespaces of this machine joined by links that carry a round trip, a run
-on three hosts, and nothing left after a run, a Ctrl-C or a SIGKILL followed by `bench clean`; and a
-probe that waits until the server's and the load generator's CPUs are quiet (it needs the machine to
-itself: the fast tier runs beside the builds)."""
+on three hosts, a link that changes between levels, and nothing left after a run, a Ctrl-C or a
+SIGKILL followed by `bench clean`; and a probe that waits until the server's and the load generator's
+CPUs are quiet (it needs the machine to itself: the fast tier runs beside the builds)."""
 from __future__ import annotations
 
 import functools
@@ -101,6 +101,26 @@ def test_a_run_on_three_hosts_serves_its_load_across_the_links(results_dir):
     assert r.returncode == 0 and "Topology far-database" in (run / "report.md").read_text()
     owner = int(server["device"][1:].split("x")[0])   # b<pid>x<link><end>
     assert network_traces(owner) == []
+
+
+def test_a_link_that_varies_runs_each_cell_at_each_level_with_the_round_trip_probed_there(results_dir, tmp_path):
+    # the data host 0 and then 20 ms from the server: each /redis crosses the link once, for its MGET
+    path = tmp_path / "varying.toml"
+    path.write_text('server = "app"\ndata = "db"\n[[links]]\nbetween = ["app", "db"]\nrtt = ["0ms", "20ms"]\n')
+    r = bench("run", *PORTS, "-f", "fixture:ok", "-s", "redis", "-c", "8", "--warmup", "0s", "-d", "2s",
+              "--topology", str(path), "--results-dir", str(results_dir))
+    assert r.returncode == 0, r.stdout + r.stderr
+    run = results.find_run(None, results_dir)
+    df, meta = results.load(run).set_index("network"), results.load_meta(run)
+    near, far = parse(path).levels()
+    assert sorted(df.index) == sorted([near, far]) and (df["status"] == "ok").all(), df[["status", "reason"]]
+    # each row carries the round trip probed at its own level, the wire's cost only ever added
+    probes = {p["level"]: p["rtt"]["app-db"] for p in meta["network"]["rtt_probes"]}
+    assert df.loc[near, "network_rtt_ms"] == probes[near]["median_ms"] and probes[near]["min_ms"] < 2.0, probes
+    assert df.loc[far, "network_rtt_ms"] == probes[far]["median_ms"] and 20.0 <= probes[far]["min_ms"] < 22.0, probes
+    # 8 connections, each request waiting a 20-ms round trip at least: at most 400 a second far away
+    assert df.loc[far, "rps"] <= 8 / 0.020 * 1.05 < df.loc[near, "rps"], df["rps"]
+    assert subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.count("bench-") == 0
 
 
 def test_ctrl_c_in_a_run_on_three_hosts_leaves_no_namespace(results_dir):
